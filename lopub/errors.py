@@ -1,0 +1,17 @@
+"""Exceptions raised by lopub.  Each subclasses the built-in a caller would expect."""
+
+
+class DomainError(ValueError):
+    """A domain or a record does not fit the declared attributes and categories."""
+
+
+class SpecError(ValueError):
+    """A collection spec cannot work (bad f, h, m_j, colliding Bloom filters...)."""
+
+
+class ReportsFormatError(ValueError):
+    """A reports file is truncated, from another spec, or of an unknown version."""
+
+
+class BudgetError(MemoryError):
+    """A requested table is too large for the memory budget."""
