@@ -1,0 +1,177 @@
+"""Dataset: integer-coded records against a Domain, to and from pandas.
+
+Codes are ``int`` arrays of shape ``(n, d)``; column j holds the position of
+the record's label in ``domain.attributes[j].categories``.  Numeric columns of
+a DataFrame are binned with the domain's stored :class:`~lopub.domain.Binning`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .domain import Attribute, Binning, Domain
+from .errors import DomainError
+from .marginal import Marginal
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Records as integer codes against ``domain``.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n, d)
+        Integer codes, column order = ``domain.attrs``.
+    domain : Domain
+    """
+
+    codes: np.ndarray
+    domain: Domain
+
+    def __post_init__(self) -> None:
+        c = np.asarray(self.codes)
+        if c.ndim != 2 or c.shape[1] != len(self.domain):
+            raise DomainError(
+                f"codes shape {c.shape} does not match the domain's {len(self.domain)} attributes"
+            )
+        if c.shape[0] == 0:
+            raise DomainError("the dataset is empty (0 records)")
+        if not np.issubdtype(c.dtype, np.integer):
+            raise TypeError(f"codes dtype {c.dtype} must be an integer type")
+        sizes = np.asarray(self.domain.sizes)
+        bad = (c < 0) | (c >= sizes)
+        if bad.any():
+            r, j = np.argwhere(bad)[0]
+            raise DomainError(
+                f"attribute {self.domain.attrs[j]!r}: code {c[r, j]} at record {r} is outside "
+                f"[0, {sizes[j]})"
+            )
+        object.__setattr__(self, "codes", c.astype(_code_dtype(max(sizes))))
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    @property
+    def n(self) -> int:
+        return self.codes.shape[0]
+
+    # pandas ------------------------------------------------------------
+    @classmethod
+    def from_pandas(cls, df: pd.DataFrame, domain: Domain) -> "Dataset":
+        """Encode a DataFrame whose columns include every attribute of ``domain``.
+
+        Columns are matched by name (extra columns are ignored).  Labels are
+        compared as strings after stripping spaces; numeric columns of binned
+        attributes are binned.  Missing values and unknown labels raise
+        :class:`DomainError` naming the attribute and the value.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+        missing = [a for a in domain.attrs if a not in df.columns]
+        if missing:
+            raise DomainError(f"missing columns {missing}; the data has {list(df.columns)}")
+        if len(df) == 0:
+            raise DomainError("the data is empty (0 rows)")
+        cols = [_encode_column(df[a], attr) for a, attr in zip(domain.attrs, domain.attributes)]
+        return cls(np.column_stack(cols), domain)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """DataFrame with the original labels as ordered categoricals."""
+        data = {}
+        for j, attr in enumerate(self.domain.attributes):
+            data[attr.name] = pd.Categorical.from_codes(
+                self.codes[:, j].astype(np.int64), categories=list(attr.categories), ordered=True
+            )
+        return pd.DataFrame(data)
+
+    # queries -------------------------------------------------------------
+    def project(self, attrs: Sequence[str]) -> Marginal:
+        """Empirical joint distribution of ``attrs`` (exact counts / n)."""
+        idx = self.domain.indices(attrs)
+        sub = self.domain.project(list(attrs))
+        flat = np.ravel_multi_index(tuple(self.codes[:, i].astype(np.int64) for i in idx), sub.sizes)
+        counts = np.bincount(flat, minlength=int(np.prod(sub.sizes))).reshape(sub.sizes)
+        return Marginal(sub, counts / self.n, self.n, {"method": "exact"})
+
+    def subset(self, rows: np.ndarray) -> "Dataset":
+        """Records selected by an index or boolean array."""
+        return Dataset(self.codes[rows], self.domain)
+
+    def select(self, attrs: Sequence[str]) -> "Dataset":
+        """Keep only ``attrs`` (columns reordered accordingly)."""
+        idx = list(self.domain.indices(attrs))
+        return Dataset(self.codes[:, idx], self.domain.project(attrs))
+
+
+def _code_dtype(max_size: int) -> type:
+    return np.uint8 if max_size <= 256 else (np.uint16 if max_size <= 65536 else np.int64)
+
+
+def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
+    if col.isna().any():
+        row = int(np.flatnonzero(col.isna().to_numpy())[0])
+        raise DomainError(
+            f"attribute {attr.name!r}: {int(col.isna().sum())} missing value(s), first at row {row}; "
+            "drop or impute them before encoding"
+        )
+    if attr.binning is not None and pd.api.types.is_numeric_dtype(col):
+        return attr.binning.codes(col.to_numpy(dtype=float), attr.name)
+    labels = col.astype(str).str.strip()
+    cat = pd.Categorical(labels, categories=list(attr.categories))
+    codes = np.asarray(cat.codes)
+    if (codes < 0).any():
+        unknown = sorted(set(labels[codes < 0]))[:5]
+        raise DomainError(
+            f"attribute {attr.name!r}: unknown categor{'y' if len(unknown) == 1 else 'ies'} "
+            f"{unknown}; expected one of {list(attr.categories)[:50]}"
+        )
+    return codes
+
+
+def infer_domain(
+    df: pd.DataFrame,
+    *,
+    bins: int = 8,
+    edges: Mapping[str, Sequence[float]] | None = None,
+    max_categories: int = 64,
+    columns: Sequence[str] | None = None,
+) -> Domain:
+    """Infer a Domain from a DataFrame.
+
+    Rule: a column listed in ``edges`` is binned with those edges; any other
+    numeric column with more than ``max_categories`` distinct values gets
+    ``bins`` quantile bins computed once here and stored in the domain; every
+    other column is categorical with its sorted distinct labels.
+
+    The domain is public: infer it from public or historical data, not from
+    the private records you are about to collect.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if len(df) == 0:
+        raise DomainError("cannot infer a domain from empty data")
+    edges = dict(edges or {})
+    columns = list(df.columns) if columns is None else list(columns)
+    for c in list(edges) + columns:
+        if c not in df.columns:
+            raise DomainError(f"column {c!r} is not in the data; columns are {list(df.columns)}")
+    attrs = []
+    for c in columns:
+        col = df[c].dropna()
+        if c in edges or (pd.api.types.is_numeric_dtype(col) and col.nunique() > max_categories):
+            b = Binning(tuple(edges[c])) if c in edges else Binning.quantile(col.to_numpy(float), bins)
+            attrs.append(Attribute(str(c), b.labels, b))
+        else:
+            labels = sorted({str(v).strip() for v in col.unique()}, key=_natural_key)
+            attrs.append(Attribute(str(c), tuple(labels)))
+    return Domain(tuple(attrs))
+
+
+def _natural_key(s: str):
+    try:
+        return (0, float(s), s)
+    except ValueError:
+        return (1, 0.0, s)

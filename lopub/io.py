@@ -1,0 +1,44 @@
+"""Atomic file writes: write to a temporary file beside the target, fsync, rename.
+
+A crash or an exception leaves either the old file or no file, never a
+half-written one.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path in the target's folder; rename onto ``path`` on success."""
+    target = Path(path)
+    if target.parent and not target.parent.exists():
+        raise FileNotFoundError(f"output folder {str(target.parent)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        with open(tmp_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_path, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp_path.unlink()
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (UTF-8)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> None:
+    """Call ``writer(tmp_path)`` and move the result onto ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        writer(tmp)

@@ -1,0 +1,122 @@
+"""Marginal tables: a probability table over a few attributes, labels attached.
+
+Real data, estimators and fitted models all answer queries with a
+:class:`Marginal`, so evaluation and queries are written once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .domain import Domain
+from .errors import DomainError
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """Joint distribution over ``domain.attrs`` as an array of shape ``domain.sizes``.
+
+    Attributes
+    ----------
+    domain : Domain
+        Sub-domain of the table, axes in this order.
+    values : ndarray
+        Probabilities (non-negative, sum 1 unless ``meta['postprocess']`` says
+        the raw estimate was kept).
+    n : int or None
+        Number of records/reports behind the table (``counts = values * n``).
+    meta : dict
+        Provenance: method, iterations, converged, seconds, loglik, postprocess...
+    """
+
+    domain: Domain
+    values: np.ndarray
+    n: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        v = np.asarray(self.values, dtype=float)
+        if v.shape != self.domain.sizes:
+            raise ValueError(
+                f"values shape {v.shape} does not match the domain sizes {self.domain.sizes}"
+            )
+        object.__setattr__(self, "values", v)
+
+    @property
+    def attrs(self) -> tuple[str, ...]:
+        return self.domain.attrs
+
+    @property
+    def counts(self) -> np.ndarray:
+        if self.n is None:
+            raise ValueError("this marginal carries no record count n")
+        return self.values * self.n
+
+    def project(self, attrs: Sequence[str]) -> "Marginal":
+        """Sum out every attribute not in ``attrs``; axes follow ``attrs``."""
+        attrs = list(attrs)
+        idx = self.domain.indices(attrs)
+        drop = tuple(i for i in range(len(self.attrs)) if i not in idx)
+        v = self.values.sum(axis=drop) if drop else self.values
+        kept = [i for i in range(len(self.attrs)) if i in idx]
+        v = np.transpose(v, [kept.index(i) for i in idx])
+        return Marginal(self.domain.project(attrs), v, self.n, dict(self.meta))
+
+    def condition(self, where: dict[str, str]) -> "Marginal":
+        """Slice at ``{attr: label}`` and renormalize (conditional distribution)."""
+        v = self.values
+        keep = []
+        for i, a in enumerate(self.attrs):
+            if a in where:
+                labels = self.domain.labels(a)
+                if where[a] not in labels:
+                    raise DomainError(f"attribute {a!r} has no category {where[a]!r}; expected one of {list(labels)}")
+        index = tuple(
+            self.domain.labels(a).index(where[a]) if a in where else slice(None) for a in self.attrs
+        )
+        keep = [a for a in self.attrs if a not in where]
+        v = v[index]
+        total = v.sum()
+        if not keep:
+            raise ValueError("condition() needs at least one attribute left unconditioned")
+        v = v / total if total > 0 else np.full(v.shape, 1.0 / v.size)
+        meta = dict(self.meta, condition=dict(where), condition_mass=float(total))
+        return Marginal(self.domain.project(keep), v, self.n, meta)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table: one row per cell with the labels, ``p`` and (if n known) ``count``."""
+        idx = pd.MultiIndex.from_product([self.domain.labels(a) for a in self.attrs], names=list(self.attrs))
+        df = pd.DataFrame({"p": self.values.ravel()}, index=idx).reset_index()
+        if self.n is not None:
+            df["count"] = df["p"] * self.n
+        return df
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attrs": list(self.attrs),
+            "categories": {a: list(self.domain.labels(a)) for a in self.attrs},
+            "shape": list(self.values.shape),
+            "p": self.values.ravel().tolist(),
+            "n": self.n,
+            "meta": _jsonable(self.meta),
+        }
+
+    def avd(self, other: "Marginal") -> float:
+        """Average variation distance 1/2 sum |P - Q| (LoPub Eq. 32)."""
+        o = other.project(self.attrs)
+        return 0.5 * float(np.abs(self.values - o.values).sum())
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return obj
