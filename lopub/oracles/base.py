@@ -1,0 +1,189 @@
+"""Shared machinery of the frequency oracles: checks, the unbiased estimator, variances.
+
+Every oracle in :mod:`lopub.oracles` reduces, on the server, to *support
+counts*: ``N_v`` is the number of reports that support value ``v``.  A report
+of a user holding ``v`` supports ``v`` with probability ``p``, a report of a
+user holding any other value supports ``v`` with probability ``q``.  The
+estimator and its variance then only depend on ``(p, q)``; for the
+longitudinal protocols ``(p, q)`` are the two-round probabilities ``(Ps, Qs)``.
+
+References
+----------
+Arcolezi, Couchot, Al Bouna, Xiao, "Improving the utility of locally
+differentially private protocols for longitudinal and multidimensional
+frequency estimates", Digital Communications and Networks 2022, Sec. 2
+(estimator and exact variance) and Eq. 9, 11.
+"""
+from __future__ import annotations
+
+import itertools
+import numbers
+from typing import Any
+
+import numpy as np
+
+from lopub._util import check_int, check_positive
+
+#: Largest domain for which unary encodings enumerate all 2^k outputs.
+MAX_ENUM_K = 12
+
+
+def check_epsilon(name: str, value: float) -> float:
+    """Check a privacy budget: a finite real number > 0."""
+    return check_positive(name, value)
+
+
+def check_domain_size(name: str, value: int) -> int:
+    """Check a domain size: an integer >= 2."""
+    return check_int(name, value, 2)
+
+
+def check_values(values: Any, k: int, name: str = "values") -> np.ndarray:
+    """Return ``values`` as a 1-D int64 array of codes in ``[0, k)``.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not an array of integers.
+    ValueError
+        If it is not one-dimensional or a code is out of range.
+    """
+    arr = np.asarray(values)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} (dtype {arr.dtype}) must be an array of integer codes")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} (shape {arr.shape}) must be one-dimensional")
+    if arr.size and (arr.min() < 0 or arr.max() >= k):
+        bad = arr[(arr < 0) | (arr >= k)][0]
+        raise ValueError(f"{name} contains {bad}; codes must be in [0, {k - 1}]")
+    return arr.astype(np.int64, copy=False)
+
+
+def check_counts(counts: Any, k: int, n: int) -> tuple[np.ndarray, int]:
+    """Check support counts (length ``k``) and the number of reports ``n >= 1``."""
+    counts = np.asarray(counts, dtype=float)
+    if counts.shape != (k,):
+        raise ValueError(f"counts (shape {counts.shape}) must have shape ({k},)")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"n ({n!r}) must be an integer")
+    if n < 1:
+        raise ValueError(f"n ({n}) must be an integer >= 1 (no reports to estimate from)")
+    return counts, int(n)
+
+
+def unbiased_frequencies(counts: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
+    """Unbiased frequency estimate ``(N_v - n q) / (n (p - q))``.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 2 (one-shot) and Eq. 9 (two rounds, with Ps, Qs).
+    """
+    return (np.asarray(counts, dtype=float) - n * q) / (n * (p - q))
+
+
+def support_variance(n: int, p: float, q: float, f: Any = None) -> Any:
+    """Variance of one estimated frequency from ``n`` reports.
+
+    ``f=None`` gives the approximate Var* ``q (1 - q) / (n (p - q)^2)``; a
+    frequency (scalar or array) gives the exact fixed-dataset variance
+    ``q (1 - q) / (n (p - q)^2) + f (1 - p - q) / (n (p - q))``.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 2 (exact variance) and Eq. 11.
+    """
+    n = check_int("n", n, 1)
+    base = q * (1 - q) / (n * (p - q) ** 2)
+    if f is None:
+        return float(base)
+    f = np.asarray(f, dtype=float)
+    out = base + f * (1 - p - q) / (n * (p - q))
+    return float(out) if out.ndim == 0 else out
+
+
+def ldp_level(matrix: np.ndarray) -> float:
+    """Exact LDP level ``max_y max_{x,x'} ln(Q[x, y] / Q[x', y])`` of a channel.
+
+    ``matrix[x, y] = P(output y | input x)``.  Columns that are zero for every
+    input are ignored; a column that is zero for some inputs only gives ``inf``.
+    """
+    q = np.asarray(matrix, dtype=float)
+    hi, lo = q.max(axis=0), q.min(axis=0)
+    used = hi > 0
+    if np.any(lo[used] <= 0):
+        return float("inf")
+    return float(np.max(np.log(hi[used] / lo[used])))
+
+
+def ue_output_matrix(k: int, p: float, q: float) -> np.ndarray:
+    """Enumerated channel of a unary encoding: ``k x 2^k`` matrix.
+
+    Output column ``j`` is the bit vector with bit ``v = (j >> v) & 1``.  Bit
+    ``x`` of input ``x`` is 1 with probability ``p``, every other bit with
+    probability ``q``, independently.
+    """
+    if k > MAX_ENUM_K:
+        raise ValueError(f"k ({k}) must be <= {MAX_ENUM_K} to enumerate all 2^k outputs")
+    bits = np.array(list(itertools.product([0, 1], repeat=k)), dtype=float)[:, ::-1]
+    out = np.empty((k, 2**k))
+    for x in range(k):  # k <= 12 rows: a tiny loop over inputs, not users
+        prob_one = np.full(k, q)
+        prob_one[x] = p
+        out[x] = np.prod(np.where(bits == 1, prob_one, 1 - prob_one), axis=1)
+    return out
+
+
+def ue_bits_from_index(k: int) -> np.ndarray:
+    """Bit vectors (``2^k x k``) matching the columns of :func:`ue_output_matrix`."""
+    j = np.arange(2**k)[:, None]
+    return ((j >> np.arange(k)[None, :]) & 1).astype(bool)
+
+
+class SupportOracle:
+    """Base of oracles whose server side is support counting with ``(p, q)``.
+
+    Subclasses are frozen dataclasses that set ``p``, ``q``, ``k`` and
+    implement ``perturb``, ``aggregate`` and ``n_reports``.
+    """
+
+    name: str = "support"
+    k: int
+    p: float
+    q: float
+
+    def estimate_from_counts(self, counts: Any, n: int) -> np.ndarray:
+        """Unbiased frequencies from support counts of ``n`` reports."""
+        counts, n = check_counts(counts, self.k, n)
+        return unbiased_frequencies(counts, n, self.p, self.q)
+
+    def estimate(self, reports: Any) -> np.ndarray:
+        """Unbiased (raw, unclipped) frequency estimate from reports.
+
+        Use :func:`lopub.oracles.postprocess.postprocess` to make it a
+        distribution.
+        """
+        return self.estimate_from_counts(self.aggregate(reports), self.n_reports(reports))
+
+    def variance(self, n: int, f: Any = None) -> Any:
+        """Var* (``f=None``) or exact fixed-dataset variance of one estimate."""
+        return support_variance(n, self.p, self.q, f)
+
+    def params(self) -> dict:
+        """Public parameters (JSON-serializable) that the server needs."""
+        out = {"protocol": self.name}
+        for key in getattr(self, "__dataclass_fields__", {}):
+            field = self.__dataclass_fields__[key]
+            if field.init:
+                value = getattr(self, key)
+                out[key] = value.tolist() if isinstance(value, np.ndarray) else value
+        return out
+
+    # The methods below are provided by subclasses.
+    def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> Any:
+        raise NotImplementedError
+
+    def aggregate(self, reports: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def n_reports(self, reports: Any) -> int:
+        return int(np.asarray(reports).shape[0])

@@ -1,0 +1,350 @@
+"""One-shot frequency oracles: GRR, SUE, OUE, OLH and BLH.
+
+Each oracle is a small frozen object built from ``epsilon`` and the domain
+size ``k``; the same object perturbs on the client and estimates on the
+server.  Report formats (what :meth:`perturb` returns and :meth:`aggregate`
+reads):
+
+* GRR: int64 array ``(n,)`` of reported codes.
+* SUE / OUE: bool array ``(n, k)`` of reported bits.
+* OLH / BLH: int64 array ``(n, 3)`` with columns ``(a, b, y)``: the user's
+  hash seed ``(a, b)`` and the GRR-perturbed hashed value ``y`` in ``[0, g)``.
+
+Hash family of OLH/BLH (Carter-Wegman universal hashing):
+``h_{a,b}(v) = ((a v + b) mod P) mod g`` with the Mersenne prime
+``P = 2^31 - 1``, ``a`` uniform in ``[1, P)`` and ``b`` uniform in ``[0, P)``
+drawn per user from ``rng``.  For ``v != v'`` the collision probability is
+``1/g`` up to ``O(g/P) < 1e-8``, which is the assumption of the OLH
+estimator.  All products fit in uint64, so every hash of every user and
+value is one vectorized NumPy expression (chunked over users).
+
+References
+----------
+Wang, Blocki, Li, Jha, "Locally differentially private protocols for
+frequency estimation", USENIX Security 2017 (GRR, SUE, OUE, OLH, BLH);
+ALLOMFREE paper (Arcolezi et al. 2022), Sec. 2, Table of p, q and Var*.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from lopub._util import resolve_rng
+from lopub.oracles.base import (
+    SupportOracle,
+    check_domain_size,
+    check_epsilon,
+    check_values,
+    ue_output_matrix,
+)
+
+#: Mersenne prime of the universal hash family used by OLH/BLH.
+HASH_PRIME = (1 << 31) - 1
+_CHUNK_CELLS = 1 << 22  # users x values per vectorized block
+_CHUNK_USERS = 1 << 20  # users per block of OLH aggregation
+
+
+def _grr_on(values: np.ndarray, size: int, p: float, rng: np.random.Generator) -> np.ndarray:
+    """Keep each value w.p. ``p``, else report one of the ``size - 1`` others uniformly."""
+    keep = rng.random(values.shape[0]) < p
+    other = (values + rng.integers(1, size, size=values.shape[0])) % size
+    return np.where(keep, values, other)
+
+
+def _grr_matrix(k: int, p: float, q: float) -> np.ndarray:
+    out = np.full((k, k), q)
+    np.fill_diagonal(out, p)
+    return out
+
+
+@dataclass(frozen=True)
+class GRR(SupportOracle):
+    """Generalized randomized response (k-RR, direct encoding).
+
+    Reports the true value w.p. ``p = e^eps / (e^eps + k - 1)``, any other
+    value w.p. ``q = 1 / (e^eps + k - 1)``.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 2.1 (GRR, Var* = (e^eps + k - 2) / (n (e^eps - 1)^2)).
+    """
+
+    epsilon: float
+    k: int
+    p: float = field(init=False)
+    q: float = field(init=False)
+    name: ClassVar[str] = "grr"
+
+    def __post_init__(self) -> None:
+        eps = check_epsilon("epsilon", self.epsilon)
+        k = check_domain_size("k", self.k)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "p", float(np.exp(eps) / (np.exp(eps) + k - 1)))
+        object.__setattr__(self, "q", float(1.0 / (np.exp(eps) + k - 1)))
+
+    def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """Perturb the codes of ``n`` users; returns int64 ``(n,)``."""
+        values = check_values(values, self.k)
+        return _grr_on(values, self.k, self.p, resolve_rng(rng))
+
+    def aggregate(self, reports: Any) -> np.ndarray:
+        """Support counts: how often each code was reported."""
+        reports = check_values(reports, self.k, "reports")
+        return np.bincount(reports, minlength=self.k).astype(float)
+
+    def transition_matrix(self) -> np.ndarray:
+        """``k x k`` channel ``P(y | x)``."""
+        return _grr_matrix(self.k, self.p, self.q)
+
+
+@dataclass(frozen=True)
+class UnaryEncoding(SupportOracle):
+    """Unary encoding with per-bit probabilities ``p`` (own bit) and ``q`` (others).
+
+    Use :class:`SUE` or :class:`OUE` for the standard choices.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 2.2 (UE is eps-LDP iff p (1 - q) / ((1 - p) q) <= e^eps).
+    """
+
+    epsilon: float
+    k: int
+    p: float = field(init=False)
+    q: float = field(init=False)
+    name: ClassVar[str] = "ue"
+
+    def _pq(self, eps: float) -> tuple[float, float]:
+        raise NotImplementedError
+
+    def __post_init__(self) -> None:
+        eps = check_epsilon("epsilon", self.epsilon)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "k", check_domain_size("k", self.k))
+        p, q = self._pq(eps)
+        object.__setattr__(self, "p", float(p))
+        object.__setattr__(self, "q", float(q))
+
+    def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """Perturb the codes of ``n`` users; returns bool ``(n, k)`` bits."""
+        values = check_values(values, self.k)
+        return perturb_unary(values, self.k, self.p, self.q, resolve_rng(rng))
+
+    def aggregate(self, reports: Any) -> np.ndarray:
+        """Support counts: number of reports with bit ``v`` set."""
+        return aggregate_unary(reports, self.k)
+
+    def transition_matrix(self) -> np.ndarray:
+        """``k x 2^k`` channel over all bit vectors (k <= 12), see ``ue_output_matrix``."""
+        return ue_output_matrix(self.k, self.p, self.q)
+
+
+def perturb_unary(
+    values: np.ndarray, k: int, p: float, q: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Bits of ``n`` users: own bit is 1 w.p. ``p``, others w.p. ``q`` (chunked)."""
+    n = values.shape[0]
+    out = np.empty((n, k), dtype=bool)
+    step = max(1, _CHUNK_CELLS // k)
+    for start in range(0, n, step):  # chunks over users bound memory
+        x = values[start:start + step]
+        u = rng.random((x.shape[0], k))
+        bits = u < q
+        rows = np.arange(x.shape[0])
+        bits[rows, x] = u[rows, x] < p
+        out[start:start + step] = bits
+    return out
+
+
+def aggregate_unary(reports: Any, k: int) -> np.ndarray:
+    """Column sums of an ``(n, k)`` 0/1 report matrix."""
+    reports = np.asarray(reports)
+    if reports.ndim != 2 or reports.shape[1] != k:
+        raise ValueError(f"reports (shape {reports.shape}) must have shape (n, {k})")
+    return np.count_nonzero(reports, axis=0).astype(float)
+
+
+@dataclass(frozen=True)
+class SUE(UnaryEncoding):
+    """Symmetric unary encoding (basic one-time RAPPOR).
+
+    ``p = e^(eps/2) / (e^(eps/2) + 1)``, ``q = 1 - p``.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 2.2 (SUE, Var* = e^(eps/2) / (n (e^(eps/2) - 1)^2)).
+    """
+
+    name: ClassVar[str] = "sue"
+
+    def _pq(self, eps: float) -> tuple[float, float]:
+        half = np.exp(eps / 2)
+        return half / (half + 1), 1 / (half + 1)
+
+
+@dataclass(frozen=True)
+class OUE(UnaryEncoding):
+    """Optimized unary encoding: ``p = 1/2``, ``q = 1 / (e^eps + 1)``.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 2.2 (OUE, Var* = 4 e^eps / (n (e^eps - 1)^2)).
+    """
+
+    name: ClassVar[str] = "oue"
+
+    def _pq(self, eps: float) -> tuple[float, float]:
+        return 0.5, 1 / (np.exp(eps) + 1)
+
+
+def lh_hash(a: np.ndarray, b: np.ndarray, values: np.ndarray, g: int) -> np.ndarray:
+    """Universal hashes ``((a v + b) mod P) mod g`` of every pair (user, value).
+
+    ``a``, ``b``: per-user seeds ``(c,)``; ``values``: ``(m,)`` codes < P.
+    Returns a ``(c, m)`` int64 array.
+    """
+    a = np.asarray(a, dtype=np.uint64)[:, None]
+    b = np.asarray(b, dtype=np.uint64)[:, None]
+    v = np.asarray(values, dtype=np.uint64)[None, :]
+    return (((a * v + b) % np.uint64(HASH_PRIME)) % np.uint64(g)).astype(np.int64)
+
+
+def lh_support_counts(
+    a: np.ndarray, b: np.ndarray, y: np.ndarray, k: int, g: int
+) -> np.ndarray:
+    """Count, for every value ``v < k``, the users with ``h_{a,b}(v) = y``.
+
+    Vectorized over users; walks the values with the recurrence
+    ``(a (v + 1) + b) mod P = ((a v + b) mod P + a) mod P`` (one addition and
+    one conditional subtraction per value instead of a multiplication and a
+    64-bit modulo).
+    """
+    a = np.asarray(a, dtype=np.int64)
+    y = np.asarray(y, dtype=np.int64)
+    cur = np.asarray(b, dtype=np.int64).copy()  # (a*0 + b) mod P, since b < P
+    tmp = np.empty_like(cur)
+    hit = np.empty(cur.shape, dtype=bool)
+    counts = np.zeros(k, dtype=np.int64)
+    for v in range(k):  # loop over the k values; every step is vectorized over users
+        np.remainder(cur, g, out=tmp)
+        np.equal(tmp, y, out=hit)
+        counts[v] = np.count_nonzero(hit)
+        cur += a
+        np.greater_equal(cur, HASH_PRIME, out=hit)
+        cur -= HASH_PRIME * hit
+    return counts
+
+
+def draw_hash_seeds(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per-user seeds ``a`` in ``[1, P)`` and ``b`` in ``[0, P)``."""
+    return rng.integers(1, HASH_PRIME, size=n), rng.integers(0, HASH_PRIME, size=n)
+
+
+@dataclass(frozen=True)
+class LocalHashing(SupportOracle):
+    """Local hashing: hash the value to ``[0, g)`` with a per-user hash, then GRR.
+
+    ``g = round(e^eps) + 1`` (OLH) or ``g = 2`` (BLH).  Support of ``v``: the
+    reported ``y`` equals the user's hash of ``v``; ``p = e^eps / (e^eps + g - 1)``,
+    ``q = 1/g``.  The hash family is documented in the module docstring.
+
+    References
+    ----------
+    Wang et al. 2017, Sec. 4.4 (OLH, Var* = 4 e^eps / (n (e^eps - 1)^2));
+    ALLOMFREE paper, Sec. 2.3.
+    """
+
+    epsilon: float
+    k: int
+    g: int = field(init=False)
+    p: float = field(init=False)
+    q: float = field(init=False)
+    name: ClassVar[str] = "olh"
+
+    def _g(self, eps: float) -> int:
+        return max(2, int(round(np.exp(eps))) + 1)
+
+    def __post_init__(self) -> None:
+        eps = check_epsilon("epsilon", self.epsilon)
+        k = check_domain_size("k", self.k)
+        if k >= HASH_PRIME:
+            raise ValueError(f"k ({k}) must be < {HASH_PRIME} for the hash family")
+        g = self._g(eps)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "g", g)
+        object.__setattr__(self, "p", float(np.exp(eps) / (np.exp(eps) + g - 1)))
+        object.__setattr__(self, "q", 1.0 / g)
+
+    def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """Perturb the codes of ``n`` users; returns int64 ``(n, 3)`` rows ``(a, b, y)``."""
+        values = check_values(values, self.k)
+        rng = resolve_rng(rng)
+        a, b = draw_hash_seeds(values.shape[0], rng)
+        hashed = ((a.astype(np.uint64) * values.astype(np.uint64) + b.astype(np.uint64))
+                  % np.uint64(HASH_PRIME) % np.uint64(self.g)).astype(np.int64)
+        p_grr = np.exp(self.epsilon) / (np.exp(self.epsilon) + self.g - 1)
+        y = _grr_on(hashed, self.g, p_grr, rng)
+        return np.column_stack([a, b, y]).astype(np.int64)
+
+    def check_reports(self, reports: Any) -> np.ndarray:
+        """Check an ``(n, 3)`` integer report array."""
+        reports = np.asarray(reports)
+        if reports.ndim != 2 or reports.shape[1] != 3 or not np.issubdtype(reports.dtype, np.integer):
+            raise ValueError(f"reports (shape {reports.shape}) must be integer rows (a, b, y)")
+        if reports.size and (reports[:, 2].min() < 0 or reports[:, 2].max() >= self.g):
+            raise ValueError(f"reports column y must be in [0, {self.g - 1}]")
+        return reports
+
+    def aggregate(self, reports: Any) -> np.ndarray:
+        """Support counts ``N_v = #{users: y = h_user(v)}``, vectorized and chunked."""
+        reports = self.check_reports(reports)
+        counts = np.zeros(self.k, dtype=np.int64)
+        for start in range(0, reports.shape[0], _CHUNK_USERS):  # chunks over users
+            block = reports[start:start + _CHUNK_USERS]
+            counts += lh_support_counts(block[:, 0], block[:, 1], block[:, 2], self.k, self.g)
+        return counts.astype(float)
+
+    def transition_matrix(self, a: int = 1, b: int = 0) -> np.ndarray:
+        """``k x g`` channel ``P(y | x)`` for the fixed hash seed ``(a, b)``."""
+        hashed = lh_hash(np.array([a]), np.array([b]), np.arange(self.k), self.g)[0]
+        grr = _grr_matrix(self.g, self.p, (1 - self.p) / (self.g - 1))
+        return grr[hashed]
+
+
+@dataclass(frozen=True)
+class OLH(LocalHashing):
+    """Optimized local hashing, ``g = round(e^eps) + 1``; see :class:`LocalHashing`."""
+
+    name: ClassVar[str] = "olh"
+
+
+@dataclass(frozen=True)
+class BLH(LocalHashing):
+    """Binary local hashing, ``g = 2``; see :class:`LocalHashing`.
+
+    References
+    ----------
+    Wang et al. 2017, Sec. 4.4 (BLH).
+    """
+
+    name: ClassVar[str] = "blh"
+
+    def _g(self, eps: float) -> int:
+        return 2
+
+
+ONESHOT = {cls.name: cls for cls in (GRR, SUE, OUE, OLH, BLH)}
+
+
+def make_oracle(name: str, epsilon: float, k: int) -> SupportOracle:
+    """Build a one-shot oracle by name (``grr``, ``sue``, ``oue``, ``olh``, ``blh``)."""
+    if not isinstance(name, str):
+        raise TypeError(f"name ({name!r}) must be a string")
+    key = name.lower()
+    if key not in ONESHOT:
+        raise ValueError(f"name ({name!r}) must be one of {sorted(ONESHOT)}")
+    return ONESHOT[key](epsilon, k)

@@ -1,0 +1,48 @@
+"""Epsilon accounting for LoPub's Bloom-filter randomized response.
+
+References
+----------
+Ren et al., "LoPub: High-Dimensional Crowdsourced Data Publication with Local
+Differential Privacy", IEEE TIFS 2018, Eq. 8: flipping each bit of a Bloom
+filter with h hash functions with probability f gives
+eps = 2 h ln((2 - f) / f) per attribute; a record of d attributes gives the sum.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ._util import check_int, check_open_unit, check_positive
+
+
+def epsilon_per_attribute(f: float, h: int) -> float:
+    """eps of one attribute's randomized Bloom filter: 2 h ln((2 - f)/f) (Eq. 8)."""
+    f = check_open_unit("f", f)
+    h = check_int("h", h, 1)
+    return 2.0 * h * math.log((2.0 - f) / f)
+
+
+def epsilon_per_record(f: float, h: int | Sequence[int], d: int | None = None) -> float:
+    """eps of a whole record: sum over attributes of 2 h_j ln((2 - f)/f).
+
+    ``h`` is one int (with ``d`` attributes) or a sequence of per-attribute h_j.
+    """
+    hs = _hs(h, d)
+    return sum(epsilon_per_attribute(f, hj) for hj in hs)
+
+
+def f_for_epsilon(epsilon: float, h: int | Sequence[int], d: int | None = None) -> float:
+    """Flip probability giving a per-record budget ``epsilon``: f = 2 / (1 + e^(eps / (2 sum_j h_j)))."""
+    epsilon = check_positive("epsilon", epsilon)
+    total_h = sum(_hs(h, d))
+    return 2.0 / (1.0 + math.exp(epsilon / (2.0 * total_h)))
+
+
+def _hs(h: int | Sequence[int], d: int | None) -> list[int]:
+    if isinstance(h, (list, tuple)):
+        if d is not None and d != len(h):
+            raise ValueError(f"d ({d}) does not match the {len(h)} per-attribute h values")
+        return [check_int("h", x, 1) for x in h]
+    if d is None:
+        raise ValueError("d (number of attributes) is required when h is a single int")
+    return [check_int("h", h, 1)] * check_int("d", d, 1)
