@@ -1,0 +1,231 @@
+"""Memoization of permanent responses: per-device state and a vectorized fleet.
+
+A longitudinal protocol is only as private as its memoization: if a client
+re-randomized the permanent round at every report (say after a restart), an
+observer averaging many reports would learn the true value.  Two
+mechanisms make the permanent response survive restarts:
+
+* **Keyed derivation** (as RAPPOR does).  A device secret of 16-64 bytes,
+  kept in the device's key store, keys BLAKE2b over a canonical JSON of
+  (protocol parameters, attribute, value, campaign, round ``"permanent"``).
+  The digest, expanded in counter mode, gives the uniforms that drive the
+  permanent response.  The same secret always gives the same response; the
+  derivation uses only hashlib and integer arithmetic, never a NumPy
+  generator stream, so it does not change with the NumPy version.
+* **Persisted state**: :meth:`DeviceClient.save` writes the memo table to a
+  JSON file atomically; :meth:`DeviceClient.load` restores it.  A loaded
+  memo entry always wins over re-derivation.
+
+The permanent response is bound to the protocol parameters: a client
+configured with other parameters starts a new memo, and the privacy losses
+of the two configurations add up.
+
+:class:`MemoFleet` simulates many users at once (vectorized, rng-driven) for
+experiments; it memoizes per (user, value) in sorted arrays.
+
+References
+----------
+Erlingsson, Pihur, Korolova, "RAPPOR", CCS 2014, Sec. 3 (memoization,
+keyed derivation); ALLOMFREE paper, Sec. 4.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lopub._util import check_int, resolve_rng
+from lopub.oracles.base import check_values
+from lopub.oracles.longitudinal import LGRR, Longitudinal
+
+STATE_VERSION = 1
+_PERSON = b"lopub-memo-v1"
+
+
+def new_secret() -> bytes:
+    """A fresh 32-byte device secret from OS entropy."""
+    return secrets.token_bytes(32)
+
+
+def check_secret(secret: Any) -> bytes:
+    """Check a device secret: ``bytes`` of length 16 to 64."""
+    if not isinstance(secret, (bytes, bytearray)):
+        raise TypeError(f"secret ({type(secret).__name__}) must be bytes")
+    if not 16 <= len(secret) <= 64:
+        raise ValueError(f"secret (length {len(secret)}) must be 16 to 64 bytes long")
+    return bytes(secret)
+
+
+def keyed_uniforms(secret: bytes, message: dict, count: int) -> np.ndarray:
+    """``count`` uniforms in [0, 1) from BLAKE2b(key=secret) in counter mode.
+
+    Each uniform uses the top 53 bits of a 64-bit word of the digest stream.
+    """
+    secret = check_secret(secret)
+    body = json.dumps(message, sort_keys=True, separators=(",", ":")).encode()
+    words: list[int] = []
+    block = 0
+    while len(words) < count:  # 8 words per 64-byte block; count is k + 1, not n
+        digest = hashlib.blake2b(body + block.to_bytes(8, "big"), key=secret,
+                                 digest_size=64, person=_PERSON).digest()
+        words.extend(int.from_bytes(digest[i:i + 8], "big") for i in range(0, 64, 8))
+        block += 1
+    return (np.array(words[:count], dtype=np.uint64) >> np.uint64(11)) * 2.0**-53
+
+
+def permanent_from_uniforms(protocol: Longitudinal, value: int, u: np.ndarray) -> Any:
+    """Round 1 of ``protocol`` for one value, driven by uniforms ``u`` (k + 1 of them).
+
+    Same distribution as ``protocol.permanent``: GRR keeps ``value`` if
+    ``u[0] < p1`` else reports ``(value + 1 + floor(u[1] (k - 1))) mod k``;
+    unary sets bit ``v`` if ``u[v] < q1`` (``< p1`` for ``v = value``).
+    """
+    k = protocol.k
+    if isinstance(protocol, LGRR):
+        if u[0] < protocol.p1:
+            return int(value)
+        return int((value + 1 + int(u[1] * (k - 1))) % k)
+    bits = u[:k] < protocol.q1
+    bits[value] = u[value] < protocol.p1
+    return bits
+
+
+def _atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class DeviceClient:
+    """One user's longitudinal client with memoized permanent responses.
+
+    Parameters
+    ----------
+    protocol : Longitudinal
+        The public protocol (e.g. ``LOSUE(eps_inf, eps_1, k)``).
+    secret : bytes
+        Device secret (16-64 bytes) from the device key store; see
+        :func:`new_secret`.  Never sent to the server.
+    attribute : str
+        Name of the attribute this client reports (part of the derivation).
+    campaign : str
+        Collection identifier (part of the derivation).
+
+    References
+    ----------
+    RAPPOR, Sec. 3 (permanent randomized response, memoization);
+    ALLOMFREE paper, Sec. 4.
+    """
+
+    def __init__(self, protocol: Longitudinal, secret: bytes, *, attribute: str = "",
+                 campaign: str = "default") -> None:
+        if not isinstance(protocol, Longitudinal):
+            raise TypeError(f"protocol ({type(protocol).__name__}) must be a longitudinal protocol")
+        for name, value in (("attribute", attribute), ("campaign", campaign)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} ({value!r}) must be a string")
+        self.protocol = protocol
+        self._secret = check_secret(secret)
+        self.attribute = attribute
+        self.campaign = campaign
+        self._memo: dict[int, Any] = {}
+
+    def _message(self, value: int) -> dict:
+        return {"protocol": self.protocol.params(), "attribute": self.attribute,
+                "campaign": self.campaign, "value": int(value), "round": "permanent"}
+
+    def permanent_response(self, value: int) -> Any:
+        """The memoized round-1 response for ``value`` (derived on first use)."""
+        value = int(check_values(np.array([value]), self.protocol.k, "value")[0])
+        if value not in self._memo:
+            u = keyed_uniforms(self._secret, self._message(value), self.protocol.k + 1)
+            self._memo[value] = permanent_from_uniforms(self.protocol, value, u)
+        return self._memo[value]
+
+    def report(self, value: int, *, rng: np.random.Generator | int | None = None) -> Any:
+        """One report: fresh instant response on the memoized permanent one.
+
+        ``rng=None`` (deployment) draws from OS entropy.
+        """
+        perm = np.asarray([self.permanent_response(value)])
+        return self.protocol.instant(perm, rng=resolve_rng(rng))[0]
+
+    def state(self) -> dict:
+        """JSON-serializable state (memo table; the secret is not included)."""
+        memo = {str(v): (r.astype(int).tolist() if isinstance(r, np.ndarray) else r)
+                for v, r in self._memo.items()}
+        return {"version": STATE_VERSION, "protocol": self.protocol.params(),
+                "attribute": self.attribute, "campaign": self.campaign, "memo": memo}
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`state` as JSON, atomically (temp file + ``os.replace``)."""
+        _atomic_write_text(path, json.dumps(self.state(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, protocol: Longitudinal, secret: bytes) -> DeviceClient:
+        """Restore a client saved by :meth:`save`; the parameters must match."""
+        state = json.loads(Path(path).read_text(encoding="utf-8"))
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"state version ({state.get('version')}) must be {STATE_VERSION}")
+        if state.get("protocol") != protocol.params():
+            raise ValueError(f"state protocol ({state.get('protocol')}) does not match "
+                             f"{protocol.params()}")
+        client = cls(protocol, secret, attribute=state["attribute"], campaign=state["campaign"])
+        for key, resp in state["memo"].items():
+            client._memo[int(key)] = (np.array(resp, dtype=bool) if isinstance(resp, list)
+                                      else int(resp))
+        return client
+
+
+class MemoFleet:
+    """Simulated population of ``n`` users with memoized permanent responses.
+
+    Vectorized: the memo is a sorted array of keys ``user * k + value`` and
+    the matching permanent responses; each :meth:`report` draws permanent
+    responses only for (user, value) pairs not seen before.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 4 (memoization per value).
+    """
+
+    def __init__(self, protocol: Longitudinal, n: int) -> None:
+        if not isinstance(protocol, Longitudinal):
+            raise TypeError(f"protocol ({type(protocol).__name__}) must be a longitudinal protocol")
+        self.protocol = protocol
+        self.n = check_int("n", n, 1)
+        self._keys = np.empty(0, dtype=np.int64)
+        self._perm: np.ndarray | None = None
+
+    def permanent(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """Memoized permanent responses of all users for their current ``values``."""
+        values = check_values(values, self.protocol.k)
+        if values.shape[0] != self.n:
+            raise ValueError(f"values (length {values.shape[0]}) must have length n ({self.n})")
+        keys = np.arange(self.n, dtype=np.int64) * self.protocol.k + values
+        missing = np.setdiff1d(keys, self._keys, assume_unique=False)
+        if missing.size:
+            fresh = self.protocol.permanent(missing % self.protocol.k, rng=resolve_rng(rng))
+            keys_all = np.concatenate([self._keys, missing])
+            perm_all = fresh if self._perm is None else np.concatenate([self._perm, fresh])
+            order = np.argsort(keys_all, kind="stable")
+            self._keys, self._perm = keys_all[order], perm_all[order]
+        return self._perm[np.searchsorted(self._keys, keys)]
+
+    def report(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """One round of reports of all users (memoized round 1, fresh round 2)."""
+        rng = resolve_rng(rng)
+        return self.protocol.instant(self.permanent(values, rng=rng), rng=rng)
