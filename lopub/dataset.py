@@ -120,8 +120,7 @@ def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
     if attr.binning is not None and pd.api.types.is_numeric_dtype(col):
         return attr.binning.codes(col.to_numpy(dtype=float), attr.name)
     labels = col.astype(str).str.strip()
-    cat = pd.Categorical(labels, categories=list(attr.categories))
-    codes = np.asarray(cat.codes)
+    codes = pd.Index(list(attr.categories)).get_indexer(labels)
     if (codes < 0).any():
         unknown = sorted(set(labels[codes < 0]))[:5]
         raise DomainError(
