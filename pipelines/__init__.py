@@ -1,0 +1,1 @@
+"""Runnable experiments and reproductions (import lopub only)."""
