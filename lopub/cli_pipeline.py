@@ -1,0 +1,213 @@
+"""``lopub fit | synthesize | query | graph | evaluate`` (registered by lopub.cli).
+
+* ``fit REPORTS --phi 0.4 [--method em|lasso|moment|hybrid] [--prune] --out model.json``
+* ``synthesize MODEL --n N --seed S --out synthetic.csv|.parquet``
+* ``query MODEL --attrs a,b[,c] [--where a=x ...] [--json]``
+* ``graph MODEL|REPORTS [--plot out.png] [--json]`` (the MI heatmap goes to
+  ``out_mi.png`` beside the graph picture)
+* ``evaluate --real real.csv --synthetic synthetic.csv --domain domain.json [--k 2] [--json]``
+
+References
+----------
+Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4-6, Eq. 32.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .io import atomic_write_text
+
+METHODS = ("em", "lasso", "moment", "hybrid")
+
+
+def _emit(obj: Any, as_json: bool, text: str) -> None:
+    print(json.dumps(obj, indent=2, default=str) if as_json else text)
+
+
+def _progress(a: argparse.Namespace):
+    from .pipeline import console_progress
+
+    return None if getattr(a, "quiet", False) else console_progress()
+
+
+def _fit_text(rep: dict) -> str:
+    s = rep["seconds"]
+    lines = [f"reports: {rep['n']}, attributes: {rep['attributes']}, method: {rep['method']}, phi: {rep['phi']}",
+             f"pairs computed: {rep['pairs_computed']}/{rep['pairs_total']}, edges: {rep['edges']}",
+             f"cliques: {len(rep['cliques'])}, largest: {max(rep['clique_cells'])} cells "
+             f"(budget {rep['clique_budget']})"]
+    for d in rep["dropped_edges"]:
+        lines.append(f"  over budget: dropped edge {d['a']} - {d['b']} (clique of {d['cells']} cells)")
+    lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+    return "\n".join(lines)
+
+
+def cmd_fit(a: argparse.Namespace) -> None:
+    from .pipeline import fit
+    from .reports import Reports
+
+    reports = Reports.load(a.reports)
+    model, rep = fit(reports, phi=a.phi, method=a.method, prune=a.prune,
+                     clique_budget=a.clique_budget, heuristic=a.heuristic, progress=_progress(a))
+    model.save(a.out)
+    if a.plot:
+        _plots(model.graph, model.tree, a.plot)
+    _emit(rep, a.json, _fit_text(rep) + f"\nmodel written to {a.out}")
+
+
+def cmd_synthesize(a: argparse.Namespace) -> None:
+    from .model import Model
+    from .synthesize import synthesize, write_release
+
+    model = Model.load(a.model)
+    df = synthesize(model, a.n, rng=a.seed)
+    write_release(df, a.out)
+    _emit({"records": len(df), "out": a.out}, a.json, f"{len(df)} synthetic records written to {a.out}")
+
+
+def _parse_where(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        attr, sep, label = item.partition("=")
+        if not sep or not attr:
+            raise ValueError(f"--where {item!r} must look like attribute=label")
+        out[attr.strip()] = label.strip()
+    return out
+
+
+def cmd_query(a: argparse.Namespace) -> None:
+    from .model import Model
+
+    model = Model.load(a.model)
+    attrs = [x.strip() for x in a.attrs.split(",") if x.strip()]
+    m = model.query(attrs, _parse_where(a.where))
+    if a.json:
+        _emit(m.to_dict(), True, "")
+        return
+    df = m.to_frame()
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.6f}"))
+
+
+def _plots(dg, tree, path: str) -> list[str]:
+    from .plots import plot_graph, plot_mi
+
+    p = Path(path)
+    mi_path = p.with_name(p.stem + "_mi" + (p.suffix or ".png"))
+    plot_graph(dg.graph, tree, p)
+    plot_mi(dg, mi_path)
+    return [str(p), str(mi_path)]
+
+
+def _is_model(path: str) -> bool:
+    return path.endswith((".json", ".json.gz", ".gz"))
+
+
+def cmd_graph(a: argparse.Namespace) -> None:
+    if not os.path.exists(a.source):
+        raise FileNotFoundError(f"model or reports file {a.source!r} does not exist")
+    if _is_model(a.source):
+        from .model import Model
+
+        model = Model.load(a.source)
+        if model.graph is None:
+            raise ValueError(f"model {a.source!r} carries no dependency graph")
+        dg, tree = model.graph, model.tree
+    else:
+        from .dependency import MarginalCache
+        from .pipeline import dependency, make_estimator
+        from .reports import Reports
+
+        cache = MarginalCache(make_estimator(Reports.load(a.source), a.method))
+        dg, tree, _, _ = dependency(cache, phi=a.phi, prune=a.prune, clique_budget=a.clique_budget,
+                                    progress=_progress(a))
+    out = {"graph": dg.to_dict(), "junction_tree": tree.to_dict()}
+    if a.plot:
+        out["pictures"] = _plots(dg, tree, a.plot)
+    if a.out_json:
+        atomic_write_text(a.out_json, json.dumps(out, indent=2) + "\n")
+    text = [f"phi {dg.phi}: {len(dg.edges)} edges ({dg.stats.get('pairs_computed')} pairs computed)"]
+    text += [f"  {x} - {y}" for x, y in dg.edges]
+    text += ["cliques:"] + [f"  {', '.join(c)}" for c in tree.cliques]
+    if a.plot:
+        text.append("pictures: " + ", ".join(out["pictures"]))
+    _emit(out, a.json, "\n".join(text))
+
+
+def cmd_evaluate(a: argparse.Namespace) -> None:
+    from .cli import read_csv
+    from .dataset import Dataset
+    from .domain import Domain
+    from .evaluate import evaluate_release
+
+    domain = Domain.from_json(a.domain)
+    real = Dataset.from_pandas(read_csv(a.real), domain)
+    syn = Dataset.from_pandas(read_csv(a.synthetic), domain)
+    res = evaluate_release(real, syn, k=a.k, subsets=a.subsets, rng=a.seed)
+    if not a.json:
+        res.pop("per_subset")
+    per = res["per_attribute"]
+    text = [f"average TVD over {res['subsets']} {a.k}-way marginals: {res['mean']:.4f} (max {res['max']:.4f})",
+            "per-attribute TVD:"] + [f"  {k}: {v:.4f}" for k, v in per.items()]
+    _emit(res, a.json, "\n".join(text))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add fit, synthesize, query, graph and evaluate to the ``lopub`` parser."""
+    f = sub.add_parser("fit", help="reports -> dependency graph, junction tree, clique joints (model file)",
+                       description="Estimate pairwise MI (Alg. 4, or Alg. 5 with --prune), build the junction tree and estimate the clique joints; write the model (lopub-model JSON).")
+    f.add_argument("reports")
+    f.add_argument("--phi", type=float, default=0.4, help="dependency degree phi in (0, 1] (Eq. 26; default 0.4)")
+    f.add_argument("--method", choices=METHODS, default="em", help="marginal estimator (default em)")
+    f.add_argument("--prune", action="store_true", help="entropy-based pruning of the pairs (Alg. 5)")
+    f.add_argument("--clique-budget", type=int, default=50_000, help="largest clique joint in cells (default 50000); larger cliques are split by dropping the weakest edges")
+    f.add_argument("--heuristic", choices=("min-fill", "min-size"), default="min-fill")
+    f.add_argument("--out", required=True, help="model file (.json, or .json.gz)")
+    f.add_argument("--plot", help="also draw the graph here (PNG; MI heatmap beside it)")
+    f.add_argument("--quiet", action="store_true", help="no progress output")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_fit)
+
+    s = sub.add_parser("synthesize", help="sample a synthetic release from a model (Alg. 6)",
+                       description="Sample records along the junction tree; CSV or Parquet (by suffix) with the original labels.")
+    s.add_argument("model")
+    s.add_argument("--n", type=int, help="records (default: the number of reports)")
+    s.add_argument("--seed", type=int, help="seed; the same seed gives the same release")
+    s.add_argument("--out", required=True, help="output .csv or .parquet")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_synthesize)
+
+    q = sub.add_parser("query", help="marginal (contingency table) query on a model",
+                       description="Joint distribution of --attrs from the model (a clique directly, otherwise exact inference over the junction tree), optionally conditioned with --where.")
+    q.add_argument("model")
+    q.add_argument("--attrs", required=True, help="comma-separated attributes")
+    q.add_argument("--where", action="append", metavar="ATTR=LABEL", help="condition (repeatable)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_query)
+
+    g = sub.add_parser("graph", help="dependency graph and junction tree of a model or reports file",
+                       description="Show the MI matrix, threshold decisions, dependency graph and junction tree; --plot draws them. A .json/.gz source is a model, anything else a reports file.")
+    g.add_argument("source", help="model file or reports file")
+    g.add_argument("--plot", help="graph picture path (PNG); MI heatmap written as <name>_mi.png")
+    g.add_argument("--out-json", help="write the graph/junction-tree JSON here")
+    g.add_argument("--phi", type=float, default=0.4, help="for a reports file (default 0.4)")
+    g.add_argument("--method", choices=METHODS, default="em", help="for a reports file")
+    g.add_argument("--prune", action="store_true", help="for a reports file")
+    g.add_argument("--clique-budget", type=int, default=50_000)
+    g.add_argument("--quiet", action="store_true")
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=cmd_graph)
+
+    e = sub.add_parser("evaluate", help="TVD of a synthetic release against real data",
+                       description="Average TVD (Eq. 32) over all (or --subsets sampled) k-way marginals and per-attribute TVD.")
+    e.add_argument("--real", required=True)
+    e.add_argument("--synthetic", required=True)
+    e.add_argument("--domain", required=True)
+    e.add_argument("--k", type=int, default=2)
+    e.add_argument("--subsets", type=int, help="sample this many k-subsets (default all)")
+    e.add_argument("--seed", type=int, default=0, help="seed of the subset sample")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_evaluate)

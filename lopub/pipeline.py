@@ -1,0 +1,173 @@
+"""Server pipeline: reports -> dependency graph -> junction tree -> model.
+
+:func:`fit` runs LoPub's server side with one shared estimator session
+wrapped in a :class:`~lopub.dependency.MarginalCache`: one-way marginals
+(entropy, pruning), all (or the pruned) pairwise joints (mutual information,
+Alg. 4/5) and the clique joints are each estimated exactly once -- a clique of
+one or two attributes reuses the marginal already estimated for the graph.
+
+References
+----------
+Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4 (dependency graph), Alg. 5
+(pruning), Sec. V-B (junction tree and clique joints), Alg. 6 (synthesis).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Mapping
+
+from .dependency import (MarginalCache, budgeted_junction_tree, dependency_graph,
+                         pruned_dependency_graph)
+from .dependency.graph import DependencyGraph, check_phi
+from .dependency.junction import JunctionTree, junction_tree
+from .domain import Domain
+from .model import Model
+
+DEFAULT_CLIQUE_BUDGET = 50_000
+Progress = Callable[[str, int, int], None]
+
+
+def console_progress(stream=None) -> Progress:
+    """A progress callback writing ``stage: done/total`` lines to stderr."""
+    out = stream if stream is not None else sys.stderr
+    last: dict[str, float] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done == total or now - last.get(stage, 0.0) > 0.5:
+            last[stage] = now
+            end = "\n" if done == total else "\r"
+            print(f"  {stage}: {done}/{total}", end=end, file=out, flush=True)
+
+    return report
+
+
+def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] | None = None) -> Any:
+    """One estimator session over ``reports`` (``lopub.estimate.Estimator``)."""
+    from .estimate import Estimator
+
+    return Estimator(reports, method=method, **dict(options or {}))
+
+
+def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
+               clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
+               prune_options: Mapping[str, Any] | None = None,
+               progress: Progress | None = None) -> tuple[DependencyGraph, JunctionTree, list[dict], dict]:
+    """Dependency graph (Alg. 4, or Alg. 5 when ``prune``) and budgeted junction tree.
+
+    Returns ``(graph, tree, dropped_edges, seconds)``.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4, Alg. 5, Sec. V-B.
+    """
+    phi = check_phi(phi)
+    t0 = time.perf_counter()
+    if prune:
+        dg = pruned_dependency_graph(cache, phi, progress=progress, **dict(prune_options or {}))
+    else:
+        dg = dependency_graph(cache, phi, progress=progress)
+    t1 = time.perf_counter()
+    jt, used, dropped = budgeted_junction_tree(dg.graph, cache.domain, clique_budget,
+                                               heuristic=heuristic)
+    t2 = time.perf_counter()
+    if dropped:
+        dg.stats["dropped_for_budget"] = [[d["a"], d["b"]] for d in dropped]
+    return dg, jt, dropped, {"graph": t1 - t0, "junction_tree": t2 - t1}
+
+
+def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: bool = False,
+        clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
+        progress: Progress | None = None, estimator: Any = None,
+        estimator_options: Mapping[str, Any] | None = None,
+        prune_options: Mapping[str, Any] | None = None) -> tuple[Model, dict[str, Any]]:
+    """Fit a LoPub model: graph, junction tree and clique joints from one estimator.
+
+    Parameters
+    ----------
+    reports : Reports, optional
+        The collected reports (needed unless ``estimator`` is given).
+    phi : float in (0, 1]
+        Dependency degree (Eq. 26); also the pruning share with ``prune``.
+    method : {"em", "lasso", "moment", "hybrid"}
+        Estimator of every marginal (ignored when ``estimator`` is given).
+    prune : bool
+        Use entropy-based pruning (Alg. 5) instead of testing all pairs.
+    clique_budget : int
+        Largest clique joint in cells; bigger cliques are split by dropping
+        the weakest edges (see :func:`lopub.dependency.budgeted_junction_tree`).
+    heuristic : {"min-fill", "min-size"}
+        Triangulation heuristic.
+    progress : callable(stage, done, total), optional
+    estimator : object, optional
+        Any source with ``.marginal(attrs)`` (an ``Estimator`` session, a
+        Dataset for exact marginals in tests...).
+    estimator_options, prune_options : mapping, optional
+        Passed to ``Estimator`` / :func:`pruned_dependency_graph`.
+
+    Returns
+    -------
+    (Model, report) where ``report`` holds the graph statistics, cliques,
+    dropped edges, estimates computed and seconds per stage.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4-6, Sec. V-B.
+    """
+    t0 = time.perf_counter()
+    if estimator is None:
+        if reports is None:
+            raise ValueError("reports (None) must be given when no estimator is passed")
+        estimator = make_estimator(reports, method, estimator_options)
+    cache = estimator if isinstance(estimator, MarginalCache) else MarginalCache(estimator)
+    if cache.domain is None:
+        raise TypeError("estimator must expose its domain (.domain or .reports.spec.domain)")
+    n = reports.n if reports is not None else getattr(estimator, "n", None)
+    dg, jt, dropped, secs = dependency(cache, phi=phi, prune=prune, clique_budget=clique_budget,
+                                       heuristic=heuristic, prune_options=prune_options,
+                                       progress=progress)
+    t1 = time.perf_counter()
+    cache.prefetch([list(c) for c in jt.cliques], stage="clique joints", progress=progress)
+    tables = [cache.marginal(list(c)) for c in jt.cliques]
+    if n is None:
+        n = tables[0].n
+    t2 = time.perf_counter()
+    report = {
+        "phi": dg.phi, "method": getattr(estimator, "method", method), "n": n,
+        "attributes": len(cache.domain), "prune": bool(prune),
+        "pairs_total": dg.stats["pairs_total"], "pairs_computed": dg.stats["pairs_computed"],
+        "edges": len(dg.edges), "graph": dict(dg.stats),
+        "cliques": [list(c) for c in jt.cliques],
+        "clique_cells": [cache.domain.cells(list(c)) for c in jt.cliques],
+        "fill_edges": len(jt.fill_edges), "clique_budget": clique_budget,
+        "dropped_edges": dropped, "estimates": cache.calls,
+        "seconds": {**{k: round(v, 3) for k, v in secs.items()},
+                    "clique_joints": round(t2 - t1, 3), "estimation": round(cache.seconds, 3),
+                    "total": round(t2 - t0, 3)},
+    }
+    model = Model.from_marginals(cache.domain, jt, tables, n=n, graph=dg, meta={"fit": report})
+    report["calibration_avd_max"] = max(model.meta["calibration_avd"])
+    return model, report
+
+
+def independence_model(estimator: Any, *, n: int | None = None) -> Model:
+    """Baseline release model: every attribute on its own (singleton cliques).
+
+    Reuses the one-way marginals of ``estimator`` (pass the same
+    :class:`MarginalCache` as :func:`fit` to avoid re-estimating).
+    """
+    cache = estimator if isinstance(estimator, MarginalCache) else MarginalCache(estimator)
+    dom: Domain = cache.domain
+    jt = junction_tree(_empty_graph(dom), dom)
+    tables = [cache.marginal(list(c)) for c in jt.cliques]
+    return Model.from_marginals(dom, jt, tables, n=n if n is not None else tables[0].n,
+                                meta={"baseline": "independence"})
+
+
+def _empty_graph(domain: Domain):
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(domain.attrs)
+    return g
