@@ -1,0 +1,169 @@
+"""Fair comparison of collection protocols on the one-way marginals of a dataset.
+
+Every protocol gets the same total budget ``epsilon`` per user:
+
+* ``bloom``: LoPub Bloom reports of all attributes, ``epsilon`` for the
+  whole record (Eq. 8), one-way marginals by EM.
+* ``spl-<oracle>`` / ``smp-<oracle>``: SPL (``epsilon / d`` per attribute)
+  or SMP (one sampled attribute at ``epsilon``) with a one-shot oracle.
+* ``smp-l-<protocol>`` and ``allomfree``: longitudinal protocols with
+  ``eps_inf = epsilon`` (the bound over all reports) and
+  ``eps_1 = eps1_ratio * epsilon`` for one report; one round is simulated.
+
+The error is ``MSE_avg = (1/d) sum_j (1/k_j) sum_v (f_v - f_hat_v)^2``
+after the chosen post-processing (clip-and-renormalize by default, as the
+ALLOMFREE paper appears to use).
+
+References
+----------
+ALLOMFREE paper (Arcolezi et al. 2022), Sec. 6 (MSE_avg, SMP with r = 1);
+Ren et al., "LoPub", IEEE TIFS 2018, Eq. 8 and Alg. 1.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from lopub._util import resolve_rng
+from lopub.oracles.allomfree import Allomfree
+from lopub.oracles.multidim import SMP, SPL, check_codes, check_sizes
+from lopub.oracles.postprocess import postprocess
+
+DEFAULT_PROTOCOLS = ("bloom", "spl-grr", "spl-oue", "spl-olh", "smp-grr", "smp-oue",
+                     "smp-sue", "smp-olh", "smp-l-sue", "smp-l-oue", "allomfree")
+ADULT_CATEGORICAL = ("workclass", "education", "marital-status", "occupation",
+                     "relationship", "race", "sex", "native-country", "income")
+
+
+def mse_avg(true: Sequence[np.ndarray], est: Sequence[np.ndarray]) -> float:
+    """``(1/d) sum_j (1/k_j) sum_v (f - f_hat)^2``.
+
+    References
+    ----------
+    ALLOMFREE paper, Sec. 6.1 (MSE_avg).
+    """
+    if len(true) != len(est):
+        raise ValueError(f"true ({len(true)}) and est ({len(est)}) must have the same length")
+    return float(np.mean([np.mean((np.asarray(t) - np.asarray(e)) ** 2)
+                          for t, e in zip(true, est)]))
+
+
+def bloom_one_way(reports: Any, max_iter: int = 2000, tol: float = 1e-7) -> list[np.ndarray]:
+    """One-way marginals of Bloom reports by EM (corrected likelihood of Alg. 1).
+
+    Uses ``lopub.estimate.estimate_marginal(..., method="em")`` when that
+    module provides it, else a direct one-way EM with
+    ``log P(s | w) = (m - mism) log(1 - f/2) + mism log(f/2)``.
+
+    References
+    ----------
+    LoPub, Alg. 1; ARCHITECTURE.md, algorithm note 1.
+    """
+    try:
+        from lopub.estimate import estimate_marginal  # issue 3, may not exist yet
+    except ImportError:
+        estimate_marginal = None
+    spec = reports.spec
+    out = []
+    for j, attr in enumerate(spec.domain.attrs):  # loop over attributes, not users
+        if estimate_marginal is not None:
+            marg = estimate_marginal(reports, [attr], method="em")
+            out.append(np.asarray(getattr(marg, "values", marg), dtype=float).ravel())
+            continue
+        bloom = spec.bloom[j].astype(np.float32)
+        bits = reports.attribute_bits(attr).astype(np.float32)
+        mism = bits.sum(1)[:, None] + bloom.sum(1)[None, :] - 2 * bits @ bloom.T
+        loglik = (spec.m[j] - mism) * np.log1p(-spec.f / 2) + mism * np.log(spec.f / 2)
+        lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
+        p = np.full(bloom.shape[0], 1.0 / bloom.shape[0])
+        for _ in range(max_iter):  # EM iterations
+            post = lik * p
+            new = (post / post.sum(axis=1, keepdims=True)).mean(axis=0)
+            done = np.max(np.abs(new - p)) < tol
+            p = new
+            if done:
+                break
+        out.append(p)
+    return out
+
+
+def _oracle_scheme(name: str, eps: float, sizes: tuple, eps1_ratio: float) -> Any:
+    if name == "allomfree":
+        return Allomfree(eps, eps1_ratio * eps, sizes)
+    kind, _, oracle = name.partition("-")
+    if kind not in ("spl", "smp") or not oracle:
+        raise ValueError(f"protocol ({name!r}) must be 'bloom', 'allomfree', "
+                         f"'spl-<oracle>' or 'smp-<oracle>'")
+    eps_1 = eps1_ratio * eps if oracle.startswith("l-") else None
+    return SPL(oracle, eps, sizes, eps_1=eps_1) if kind == "spl" else SMP(oracle, eps, sizes,
+                                                                         eps_1=eps_1)
+
+
+def run_protocol(name: str, codes: np.ndarray, sizes: tuple, epsilon: float, *,
+                 rng: np.random.Generator, eps1_ratio: float = 0.6,
+                 dataset: Any = None) -> list[np.ndarray]:
+    """Collect and estimate the one-way marginals (raw) with one protocol."""
+    if name == "bloom":
+        from lopub.client import encode
+        from lopub.spec import CollectionSpec
+
+        if dataset is None:
+            raise ValueError("protocol 'bloom' needs dataset (a lopub Dataset)")
+        spec = CollectionSpec.from_domain(dataset.domain, epsilon=epsilon)
+        return bloom_one_way(encode(dataset, spec, rng=rng))
+    scheme = _oracle_scheme(name, epsilon, sizes, eps1_ratio)
+    return scheme.estimate(scheme.perturb(codes, rng=rng))
+
+
+def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
+            protocols: Sequence[str] = DEFAULT_PROTOCOLS, *, runs: int = 1,
+            eps1_ratio: float = 0.6, method: str = "clip", dataset: Any = None,
+            rng: np.random.Generator | int | None = None) -> list[dict]:
+    """MSE_avg and wall time of each protocol at each epsilon (mean over ``runs``).
+
+    Returns one dict per (protocol, epsilon) with keys ``protocol``,
+    ``epsilon``, ``mse_avg``, ``seconds`` (collection + estimation, per run)
+    and ``error`` (``None`` or why the protocol could not run).
+    """
+    sizes = check_sizes(sizes)
+    codes = check_codes(codes, sizes)
+    rng = resolve_rng(rng)
+    true = [np.bincount(codes[:, j], minlength=k) / codes.shape[0] for j, k in enumerate(sizes)]
+    rows = []
+    for eps in epsilons:  # loops over settings and runs; each run is vectorized
+        for name in protocols:
+            mses, secs, error = [], [], None
+            for _ in range(runs):
+                start = time.perf_counter()
+                try:
+                    raw = run_protocol(name, codes, sizes, float(eps), rng=rng,
+                                       eps1_ratio=eps1_ratio, dataset=dataset)
+                except ValueError as exc:
+                    error = str(exc)
+                    break
+                est = [postprocess(r, method).freq for r in raw]
+                secs.append(time.perf_counter() - start)
+                mses.append(mse_avg(true, est))
+            rows.append({"protocol": name, "epsilon": float(eps),
+                         "mse_avg": float(np.mean(mses)) if mses else None,
+                         "seconds": float(np.mean(secs)) if secs else None, "error": error})
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Plain-text table: one line per protocol, one column per epsilon."""
+    eps = sorted({r["epsilon"] for r in rows})
+    names = list(dict.fromkeys(r["protocol"] for r in rows))
+    cell = {(r["protocol"], r["epsilon"]): r for r in rows}
+    head = f"{'protocol':<14}" + "".join(f"{'eps=' + format(e, 'g'):>22}" for e in eps)
+    lines = [head, " " * 14 + "".join(f"{'MSE_avg     time[s]':>22}" for _ in eps)]
+    for name in names:
+        parts = []
+        for e in eps:
+            r = cell.get((name, e))
+            parts.append(f"{'n/a':>22}" if r is None or r["mse_avg"] is None
+                         else f"{r['mse_avg']:>12.3e}{r['seconds']:>10.3f}")
+        lines.append(f"{name:<14}" + "".join(parts))
+    return "\n".join(lines)
