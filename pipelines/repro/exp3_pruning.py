@@ -4,7 +4,7 @@ For each dataset and phi, the dependency graph (Alg. 4, edge iff MI >= tau of
 Eq. 26) is built once from all pairs and once from the pairs Alg. 5 selects;
 the script logs the number of dependencies (edges) of each, the pairs
 computed, and the edges pruning loses or adds.  The MI comes from the true
-data (``--sources true``) and/or from LDP estimates (``--sources em`` etc.,
+data (``--sources data``) and/or from LDP estimates (``--sources em`` etc.,
 reports encoded at ``--source-f``).  The paper's Table VII (Adult) is written
 beside our numbers.
 
@@ -46,7 +46,7 @@ def source_for(ds, src: str, f: float, seed: int):
     """A marginal source: the data itself or an estimator over LDP reports of it."""
     from lopub.dependency.cache import MarginalCache
 
-    if src == "true":
+    if src == "data":
         return MarginalCache(ds)
     return MarginalCache(runner.make_estimator(runner.encode(ds, f, seed), src))
 
@@ -63,7 +63,7 @@ def one_row(ds, name: str, src: str, f: float, phi: float, rounding: str, seed: 
     pr = pruned_dependency_graph(source_for(ds, src, f, seed), phi, rounding=rounding)
     t2 = time.perf_counter()
     ef, ep = set(full.edges), set(pr.edges)
-    return {"dataset": name, "source": src, "f": f if src != "true" else 0.0, "phi": phi,
+    return {"dataset": name, "source": src, "f": f if src != "data" else 0.0, "phi": phi,
             "rounding": rounding, "variant": pr.stats["variant"], "n": ds.n,
             "pairs_without": full.stats["pairs_computed"], "deps_without": len(ef),
             "pairs_with": pr.stats["pairs_computed"], "deps_with": len(ep),
@@ -81,7 +81,7 @@ def plot(df: pd.DataFrame, out, caption: str) -> list:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for (src, rnd), h in g.groupby(["source", "rounding"]):
             h = h.sort_values("phi")
-            lab = f"{src}" + (f" f={h.f.iloc[0]:g}" if src != "true" else "") + f" ({rnd})"
+            lab = ("true data" if src == "data" else f"{src} f={h.f.iloc[0]:g}") + f" ({rnd})"
             axes[0].plot(h.phi, h.deps_without, "o-", label=f"without pruning, {lab}")
             axes[0].plot(h.phi, h.deps_with, "s--", label=f"with pruning, {lab}")
             axes[1].plot(h.phi, h.pairs_with, "s--", label=f"with pruning, {lab}")
@@ -103,13 +103,13 @@ def plot(df: pd.DataFrame, out, caption: str) -> list:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     p = runner.base_parser(NAME, __doc__.splitlines()[0])
-    p.add_argument("--sources", nargs="+", default=["true", "em"],
-                   help="'true' (MI of the data) and/or estimator names (MI of LDP estimates)")
+    p.add_argument("--sources", nargs="+", default=["data", "em"],
+                   help="'data' (MI of the true data) and/or estimator names (MI of LDP estimates)")
     p.add_argument("--source-f", type=float, default=0.5, help="f of the reports for estimator sources")
     p.add_argument("--roundings", nargs="+", default=["ceil", "floor"], choices=["ceil", "floor"],
                    help="k = ceil/floor(d (1 - phi)) in Alg. 5; ceil matches the paper's pair counts")
     args = p.parse_args(argv)
-    sources = ["true"] if args.quick else args.sources
+    sources = ["data"] if args.quick else args.sources
     runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
     log = runner.ResultLog(args.out / "pruning.csv", KEY, fresh=args.fresh)
     todo = [(n, s, phi, r) for n in args.datasets for s in sources
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     prog = runner.Progress(len(todo), NAME)
     data = {}
     for name, src, phi, rnd in todo:
-        f = args.source_f if src != "true" else 0.0
+        f = args.source_f if src != "data" else 0.0
         if log.done(dataset=name, source=src, f=f, phi=phi, rounding=rnd):
             prog.step(skipped=True)
             continue
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     runner.write_privacy(args.out, args.datasets, [args.source_f])
     if not args.no_plot:
         plot(log.frame(), args.out, runner.privacy_caption(args.datasets, [args.source_f])
-             if any(s != "true" for s in sources) else "MI of the true data: no privacy cost")
+             if any(s != "data" for s in sources) else "MI of the true data: no privacy cost")
     return 0
 
 

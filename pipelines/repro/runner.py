@@ -291,11 +291,26 @@ def encode(ds: Dataset, f: float, seed: int):
     return _encode(ds, make_spec(ds, f), rng=seed)
 
 
+#: Estimators compared, by label: (``Estimator`` method, options).
+#: "lasso+em" is the paper's Alg. 3 (support from Alg. 2); "hybrid" takes its
+#: support from moment regression, which sees the joint.
+METHODS = {
+    "em": ("em", {}),
+    "lasso": ("lasso", {}),
+    "lasso+em": ("hybrid", {"support": "lasso"}),
+    "moment": ("moment", {}),
+    "hybrid": ("hybrid", {"support": "moment"}),
+}
+
+
 def make_estimator(reports, method: str):
-    """An estimator session over ``reports`` by name (see :data:`METHODS`)."""
+    """A fresh estimator session over ``reports`` by label (see :data:`METHODS`)."""
     from lopub.estimate import Estimator
 
-    return Estimator(reports, method=method)
+    if method not in METHODS:
+        raise ValueError(f"method ({method!r}) must be one of {list(METHODS)}")
+    name, opts = METHODS[method]
+    return Estimator(reports, method=name, **opts)
 
 
 # ----------------------------------------------------------------- privacy

@@ -1,0 +1,108 @@
+"""Experiment 5: whole-pipeline time per estimator and f.
+
+For each dataset, sampling and f the records are encoded once (encoding is
+the users' work and timed separately); then per estimator the server side is
+run end to end: :func:`lopub.pipeline.fit` (one-way and pairwise joints, MI,
+dependency graph at the dataset's phi, junction tree, clique joints) and the
+synthesis of a release of the same size (Alg. 6).  The log keeps the seconds
+of every stage reported by ``fit`` plus synthesis and total.
+
+Run ``python -m pipelines.repro.exp5_pipeline_time --help``.
+
+References
+----------
+Ren et al., "LoPub", IEEE TIFS 2018, Alg. 1-6, Sec. VI.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from . import runner
+
+NAME = "exp5_pipeline_time"
+KEY = ("dataset", "sampling", "f", "method", "prune")
+
+
+def time_pipeline(reports, method: str, phi: float, prune: bool, seed: int) -> dict:
+    """Fit + synthesize once; seconds per stage and the model size."""
+    from lopub.pipeline import fit
+    from lopub.synthesize import sample_codes
+
+    t0 = time.perf_counter()
+    model, rep = fit(reports, estimator=runner.make_estimator(reports, method), phi=phi, prune=prune)
+    t1 = time.perf_counter()
+    sample_codes(model, reports.n, rng=seed)
+    t2 = time.perf_counter()
+    s = rep["seconds"]
+    return {"fit_seconds": t1 - t0, "synth_seconds": t2 - t1, "total_seconds": t2 - t0,
+            "estimation_seconds": s.get("estimation"), "graph_seconds": s.get("graph"),
+            "junction_tree_seconds": s.get("junction_tree"), "clique_seconds": s.get("clique_joints"),
+            "estimates": rep["estimates"], "pairs_computed": rep["pairs_computed"], "edges": rep["edges"],
+            "cliques": len(rep["cliques"]), "max_clique_cells": max(rep["clique_cells"])}
+
+
+def plot(df: pd.DataFrame, out, caption: str) -> list:
+    """One PNG per dataset/sampling: total server time vs f per estimator (log scale)."""
+    paths = []
+    for (name, smp), g in df.groupby(["dataset", "sampling"]):
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+        for (method, prune), h in g.groupby(["method", "prune"]):
+            h = h.sort_values("f")
+            ax.plot(h.f, h.total_seconds, "o-" if not prune else "s--",
+                    label=method + (" (pruned)" if prune else ""))
+        ax.set(xlabel="f", ylabel="seconds (fit + synthesize)", yscale="log",
+               title=f"{name} ({smp}, n={int(g.n.iloc[0])}): whole pipeline")
+        ax.legend(fontsize=7)
+        paths.append(runner.save_figure(fig, out / f"pipeline_time_{name}_{smp}.png", caption))
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    p = runner.base_parser(NAME, __doc__.splitlines()[0], methods=runner.METHODS)
+    p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"])
+    p.add_argument("--prune", nargs="+", default=["no"], choices=["no", "yes"],
+                   help="run without and/or with Alg. 5 pruning")
+    args = p.parse_args(argv)
+    fs = runner.resolve_fs(args)
+    samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
+    prunes = [x == "yes" for x in args.prune]
+    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
+    log = runner.ResultLog(args.out / "pipeline_time.csv", KEY, fresh=args.fresh)
+    prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods) * len(prunes),
+                           NAME)
+    for name in args.datasets:
+        ds = runner.load_data(name, rows=args.rows, seed=args.seed)
+        for smp in samplings:
+            part = runner.paper_sample(ds, name, smp, args.seed)
+            for f in fs:
+                jobs = [(m, pr) for m in args.methods for pr in prunes
+                        if not log.done(dataset=name, sampling=smp, f=f, method=m, prune=pr)]
+                for _ in range(len(args.methods) * len(prunes) - len(jobs)):
+                    prog.step(skipped=True)
+                if not jobs:
+                    continue
+                t0 = time.perf_counter()
+                rep = runner.encode(part, f, runner.seed_for(args.seed, "encode", name, smp, f))
+                enc = time.perf_counter() - t0
+                for m, pr in jobs:
+                    row = {"dataset": name, "sampling": smp, "f": f, "method": m, "prune": pr,
+                           "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
+                           **time_pipeline(rep, m, runner.DATA[name].phi, pr,
+                                           runner.seed_for(args.seed, "synth", name, f, m)),
+                           "eps_per_record": rep.spec.epsilon}
+                    log.append(row)
+                    prog.step(f"{name} {smp} f={f:g} {m}{' pruned' if pr else ''}: "
+                              f"{row['total_seconds']:.1f}s ({row['edges']} edges)")
+    runner.write_privacy(args.out, args.datasets, fs)
+    if not args.no_plot:
+        plot(log.frame(), args.out, runner.privacy_caption(args.datasets, fs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
