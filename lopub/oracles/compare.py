@@ -50,28 +50,29 @@ def mse_avg(true: Sequence[np.ndarray], est: Sequence[np.ndarray]) -> float:
                           for t, e in zip(true, est)]))
 
 
-def bloom_one_way(reports: Any, max_iter: int = 2000, tol: float = 1e-7) -> list[np.ndarray]:
+def bloom_one_way(reports: Any, max_iter: int = 1000, tol: float = 1e-6) -> list[np.ndarray]:
     """One-way marginals of Bloom reports by EM (corrected likelihood of Alg. 1).
 
-    Uses ``lopub.estimate.estimate_marginal(..., method="em")`` when that
-    module provides it, else a direct one-way EM with
-    ``log P(s | w) = (m - mism) log(1 - f/2) + mism log(f/2)``.
+    Uses ``lopub.estimate.Estimator(reports, "em")`` (raw, unprocessed) when
+    available, else a direct one-way EM with
+    ``log P(s | w) = (m - mism) log(1 - f/2) + mism log(f/2)``, stopping when
+    no cell moves by more than ``tol``.
 
     References
     ----------
     LoPub, Alg. 1; ARCHITECTURE.md, algorithm note 1.
     """
     try:
-        from lopub.estimate import estimate_marginal  # issue 3, may not exist yet
-    except ImportError:
-        estimate_marginal = None
+        from lopub.estimate import Estimator
+    except ImportError:  # the estimation package is optional here
+        Estimator = None
     spec = reports.spec
+    if Estimator is not None:
+        est = Estimator(reports, "em", postprocess="none", tol=tol, max_iter=max_iter)
+        return [np.asarray(est.marginal([a]).values, dtype=float).ravel()
+                for a in spec.domain.attrs]
     out = []
     for j, attr in enumerate(spec.domain.attrs):  # loop over attributes, not users
-        if estimate_marginal is not None:
-            marg = estimate_marginal(reports, [attr], method="em")
-            out.append(np.asarray(getattr(marg, "values", marg), dtype=float).ravel())
-            continue
         bloom = spec.bloom[j].astype(np.float32)
         bits = reports.attribute_bits(attr).astype(np.float32)
         mism = bits.sum(1)[:, None] + bloom.sum(1)[None, :] - 2 * bits @ bloom.T
