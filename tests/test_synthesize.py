@@ -1,0 +1,116 @@
+"""Synthesis along the junction tree (Alg. 6)."""
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+from lopub.dependency import junction_tree
+from lopub.dependency.junction import JunctionTree
+from lopub.domain import Domain
+from lopub.marginal import Marginal
+from lopub.model import Model
+from lopub.synthesize import sample_codes, synthesize, write_release
+from test_model import CHAIN, TREE, exact_model, tree_joint
+
+
+def within_sampling_tolerance(empirical, p, n, z=5.5):
+    """Every cell within z binomial standard deviations (plus one count) of p."""
+    sd = np.sqrt(p * (1 - p) / n)
+    return np.all(np.abs(empirical - p) <= z * sd + 1.0 / n)
+
+
+@pytest.mark.parametrize("spec", [CHAIN, TREE])
+def test_clique_marginals_preserved(spec):
+    full, g = tree_joint(*spec, seed=2)
+    model = exact_model(full, g)
+    n = 20000
+    data = sample_codes(model, n, rng=None)
+    for c, table in zip(model.tree.cliques, model.cliques):
+        assert within_sampling_tolerance(data.project(list(c)).values, table.values, n), c
+    # and a pair that lives in no single clique (exact for trees)
+    a, b = spec[0][0][0], spec[0][-1][1]
+    assert within_sampling_tolerance(data.project([a, b]).values, full.project([a, b]).values, n)
+
+
+def test_same_seed_same_release():
+    full, g = tree_joint(*TREE)
+    model = exact_model(full, g)
+    a = synthesize(model, 3000, rng=7)
+    b = synthesize(model, 3000, rng=7)
+    c = synthesize(model, 3000, rng=8)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+
+
+def test_default_size_is_number_of_reports():
+    full, g = tree_joint(*CHAIN)
+    model = exact_model(full, g)
+    assert len(synthesize(model, rng=0)) == full.n
+
+
+def test_zero_probability_separator_falls_back():
+    dom = Domain.from_categories({"A": ["a0", "a1"], "B": ["b0", "b1", "b2"], "C": ["c0", "c1"]})
+    jt = JunctionTree([("A", "B"), ("B", "C")], [(0, 1)], [0], [], [0, 1])
+    ab = Marginal(dom.project(["A", "B"]), np.array([[0.3, 0.2, 0.0], [0.1, 0.1, 0.3]]), 1000)
+    # the (B, C) estimate gives no mass to b2, which (A, B) makes likely
+    bc = Marginal(dom.project(["B", "C"]), np.array([[0.3, 0.1], [0.1, 0.5], [0.0, 0.0]]), 1000)
+    raw = Model(dom, jt, [ab, bc], n=1000)  # uncalibrated on purpose
+    n = 20000
+    data = sample_codes(raw, n, rng=3)
+    codes = data.codes.astype(int)
+    assert (codes >= 0).all()
+    c_given_b2 = codes[codes[:, 1] == 2, 2]
+    fallback = np.array([0.4, 0.6])  # P_BC(C), the documented rule
+    assert within_sampling_tolerance(np.bincount(c_given_b2, minlength=2) / c_given_b2.size,
+                                     fallback, c_given_b2.size)
+    cal = Model.from_marginals(dom, jt, [ab, bc], n=1000)
+    assert all(np.isfinite(m.values).all() for m in cal.cliques)
+    np.testing.assert_allclose(cal.cliques[1].project(["B"]).values, [0.4, 0.3, 0.3])
+    np.testing.assert_allclose(cal.cliques[1].values[2], [0.3 * 0.4, 0.3 * 0.6])
+
+
+def test_single_attribute():
+    dom = Domain.from_categories({"only": ["x", "y", "z"]})
+    g = nx.Graph()
+    g.add_node("only")
+    jt = junction_tree(g, dom)
+    p = np.array([0.5, 0.0, 0.5])
+    model = Model.from_marginals(dom, jt, [Marginal(dom, p, 10)], n=10)
+    df = synthesize(model, 5000, rng=1)
+    assert list(df.columns) == ["only"] and set(df["only"]) == {"x", "z"}
+
+
+def test_independent_attributes():
+    dom = Domain.from_categories({"a": ["0", "1"], "b": ["0", "1", "2"]})
+    g = nx.Graph()
+    g.add_nodes_from(dom.attrs)
+    jt = junction_tree(g, dom)
+    pa, pb = np.array([0.2, 0.8]), np.array([0.5, 0.25, 0.25])
+    tables = [Marginal(dom.project(["a"]), pa), Marginal(dom.project(["b"]), pb)]
+    model = Model.from_marginals(dom, jt, tables, n=100)
+    n = 20000
+    data = sample_codes(model, n, rng=5)
+    assert within_sampling_tolerance(data.project(["a", "b"]).values, np.outer(pa, pb), n)
+
+
+def test_labels_and_files(tmp_path):
+    full, g = tree_joint(*CHAIN)
+    model = exact_model(full, g)
+    df = synthesize(model, 500, rng=2)
+    assert set(df["B"]) <= {"B0", "B1", "B2", "B3"}
+    write_release(df, tmp_path / "s.csv")
+    write_release(df, tmp_path / "s.parquet")
+    back = pd.read_csv(tmp_path / "s.csv")
+    assert list(back.columns) == list(df.columns) and len(back) == 500
+    pq = pd.read_parquet(tmp_path / "s.parquet")
+    assert (pq["D"].astype(str) == df["D"].astype(str)).all()
+
+
+def test_bad_n():
+    full, g = tree_joint(*CHAIN)
+    model = exact_model(full, g)
+    with pytest.raises(ValueError, match=r"n \(0\) must be an integer >= 1"):
+        synthesize(model, 0, rng=0)
+    model.n = None
+    with pytest.raises(ValueError, match="n \\(None\\) must be given"):
+        synthesize(model, rng=0)
