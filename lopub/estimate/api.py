@@ -42,7 +42,7 @@ METHODS = ("em", "lasso", "moment", "hybrid", "hybrid-lasso")
 DEFAULT_BUDGET = 2 * 1024**3
 DEFAULT_MAX_ITER = {"em": 10000, "hybrid": 10000, "hybrid-lasso": 10000, "lasso": 10000, "moment": 20000}
 _OPTS = {"accelerate": True, "alpha": _lasso.DEFAULT_ALPHA, "design": "centered", "solver": "nnls",
-         "support": "moment", "threshold": 0.0, "mix": 0.05, "reuse_subsets": False}
+         "support": "moment", "threshold": 0.0, "support_z": 1.0, "mix": 0.05, "reuse_subsets": False}
 
 
 class Estimator:
@@ -277,13 +277,25 @@ class Estimator:
         p, meta = _lasso.lasso_joint(targets, blooms, alpha=float(self.opts["alpha"]), max_iter=self.max_iter)
         return p, {**meta, "loglik": None}
 
+    def _plausible(self, attrs: tuple[str, ...], z: float) -> np.ndarray:
+        """Cells whose unconstrained moment estimate is not ``z`` standard errors below 0."""
+        zs = [self.projected(a) for a in attrs]
+        chunk = self._chunk(attrs)
+        p_ols = KwayData(zs, chunk, self.memory_budget // 4).moment()
+        second = KwayData([x * x for x in zs], chunk, self.memory_budget // 4).moment()
+        se = np.sqrt(np.maximum(second - p_ols**2, 0.0) / self.reports.n)
+        return p_ols > -z * se
+
     def _fit_hybrid(self, attrs: tuple[str, ...]) -> tuple[np.ndarray, dict]:
         t0 = time.perf_counter()
         support = "lasso" if self.method == "hybrid-lasso" else self.opts["support"]
         fast, fmeta = self._fit_lasso(attrs) if support == "lasso" else self._fit_moment(attrs)
         fast, _ = _post(fast, "clip")
+        keep = None
+        if support == "moment" and self.opts["support_z"] is not None:
+            keep = self._plausible(attrs, float(self.opts["support_z"]))
         mask, start = _hybrid.support_start(fast, threshold=float(self.opts["threshold"]),
-                                            mix=float(self.opts["mix"]))
+                                            mix=float(self.opts["mix"]), keep=keep)
         fast_seconds = time.perf_counter() - t0
         p, meta = self._em(attrs, start)
         meta.update(support_method=support, support_size=int(mask.sum()), cells=int(mask.size),

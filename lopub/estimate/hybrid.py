@@ -24,7 +24,8 @@ import numpy as np
 SUPPORTS = ("moment", "lasso")
 
 
-def support_start(fast: np.ndarray, *, threshold: float, mix: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def support_start(fast: np.ndarray, *, threshold: float, mix: float = 0.05,
+                  keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Support mask and EM start from a fast estimate.
 
     Parameters
@@ -35,6 +36,9 @@ def support_start(fast: np.ndarray, *, threshold: float, mix: float = 0.05) -> t
         Cells with ``fast > threshold`` are kept (at least the largest cell).
     mix : float
         Share of uniform mass (over the support) mixed into the start.
+    keep : bool ndarray, optional
+        Cells kept in addition (e.g. cells whose unconstrained estimate is
+        not significantly below 0).
 
     Returns
     -------
@@ -46,6 +50,8 @@ def support_start(fast: np.ndarray, *, threshold: float, mix: float = 0.05) -> t
     Ren et al., IEEE TIFS 2018, Alg. 3 lines 2-4.
     """
     mask = fast > threshold
+    if keep is not None:
+        mask = mask | keep
     if not mask.any():
         mask = fast >= fast.max()
     inside = np.where(mask, fast, 0.0)
