@@ -1,0 +1,31 @@
+"""Frequency oracles, longitudinal protocols, multidimensional collection and LIP.
+
+One-shot: :class:`GRR`, :class:`SUE`, :class:`OUE`, :class:`OLH`, :class:`BLH`.
+Longitudinal (memoized two rounds): :class:`LGRR`, :class:`LSUE`,
+:class:`LOSUE`, :class:`LOUE`; memoization in :class:`DeviceClient` (keyed
+BLAKE2b on a device secret, JSON state) and :class:`MemoFleet` (simulation).
+Multidimensional: :class:`SPL`, :class:`SMP`, :class:`Allomfree`.
+Local information privacy: :class:`RRLIP`, :class:`UELIP`, :class:`LHLIP`,
+:class:`BinaryBoundedLIP`.  Post-processing: :func:`postprocess`.
+
+References
+----------
+Arcolezi et al., Digital Communications and Networks 2022 (ALLOMFREE paper);
+Jiang, Li, Tandon (LIP paper); Wang et al., USENIX Security 2017.
+"""
+from lopub.oracles.allomfree import Allomfree, AllomfreeDevice, allomfree_choice, lgrr_threshold
+from lopub.oracles.lip import LHLIP, RRLIP, UELIP, BinaryBoundedLIP, lip_level, optimal_lip_matrix
+from lopub.oracles.longitudinal import LGRR, LOSUE, LOUE, LSUE, make_longitudinal
+from lopub.oracles.memo import DeviceClient, MemoFleet, new_secret
+from lopub.oracles.multidim import SMP, SPL, SampledReports
+from lopub.oracles.oneshot import BLH, GRR, OLH, OUE, SUE, make_oracle
+from lopub.oracles.postprocess import Estimate, postprocess
+
+__all__ = [
+    "GRR", "SUE", "OUE", "OLH", "BLH", "make_oracle",
+    "LGRR", "LSUE", "LOSUE", "LOUE", "make_longitudinal",
+    "DeviceClient", "MemoFleet", "new_secret",
+    "SPL", "SMP", "SampledReports", "Allomfree", "AllomfreeDevice", "allomfree_choice",
+    "lgrr_threshold", "RRLIP", "UELIP", "LHLIP", "BinaryBoundedLIP", "lip_level",
+    "optimal_lip_matrix", "Estimate", "postprocess",
+]
