@@ -52,7 +52,8 @@ def cmd_fit(a: argparse.Namespace) -> None:
 
     reports = Reports.load(a.reports)
     model, rep = fit(reports, phi=a.phi, method=a.method, prune=a.prune,
-                     clique_budget=a.clique_budget, heuristic=a.heuristic, progress=_progress(a))
+                     clique_budget=a.clique_budget, heuristic=a.heuristic, progress=_progress(a),
+                     warn=False)
     model.save(a.out)
     if a.plot:
         _plots(model.graph, model.tree, a.plot)
@@ -121,9 +122,10 @@ def cmd_graph(a: argparse.Namespace) -> None:
         from .pipeline import dependency, make_estimator
         from .reports import Reports
 
-        cache = MarginalCache(make_estimator(Reports.load(a.source), a.method))
+        progress = _progress(a)
+        cache = MarginalCache(make_estimator(Reports.load(a.source), a.method, progress=progress))
         dg, tree, _, _ = dependency(cache, phi=a.phi, prune=a.prune, clique_budget=a.clique_budget,
-                                    progress=_progress(a))
+                                    progress=progress, warn=False)
     out = {"graph": dg.to_dict(), "junction_tree": tree.to_dict()}
     if a.plot:
         out["pictures"] = _plots(dg, tree, a.plot)

@@ -28,32 +28,68 @@ DEFAULT_CLIQUE_BUDGET = 50_000
 Progress = Callable[[str, int, int], None]
 
 
-def console_progress(stream=None) -> Progress:
-    """A progress callback writing ``stage: done/total`` lines to stderr."""
-    out = stream if stream is not None else sys.stderr
-    last: dict[str, float] = {}
+class ConsoleProgress:
+    """Progress on stderr: ``stage: done/total`` on one line, plus the running EM step.
 
-    def report(stage: str, done: int, total: int) -> None:
+    Call it as ``progress(stage, done, total)`` for pipeline stages; pass
+    :meth:`em` to the estimator (``Estimator(progress=...)``) to show EM map
+    evaluations of the joint being estimated.  Updates are throttled.
+    """
+
+    def __init__(self, stream=None, interval: float = 0.25) -> None:
+        self.out = stream if stream is not None else sys.stderr
+        self.interval = interval
+        self.stage, self.done, self.total, self.inner = "", 0, 0, ""
+        self._last = 0.0
+        self._width = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage and self._width:
+            self._write(force=True, end="\n")
+        self.stage, self.done, self.total, self.inner = stage, done, total, ""
+        self._write(force=done >= total or done == 0, end="\n" if done >= total else "")
+        if done >= total:
+            self._width = 0
+
+    def em(self, evaluations: int, max_iter: int) -> None:
+        self.inner = f"  [EM step {evaluations}]"
+        self._write(force=False, end="")
+
+    def _write(self, *, force: bool, end: str) -> None:
         now = time.perf_counter()
-        if done == total or now - last.get(stage, 0.0) > 0.5:
-            last[stage] = now
-            end = "\n" if done == total else "\r"
-            print(f"  {stage}: {done}/{total}", end=end, file=out, flush=True)
+        if not force and now - self._last < self.interval:
+            return
+        self._last = now
+        text = f"  {self.stage}: {self.done}/{self.total}{self.inner}" if self.stage else f"  {self.inner}"
+        pad = max(0, self._width - len(text))
+        self._width = len(text)
+        print("\r" + text + " " * pad, end=end, file=self.out, flush=True)
 
-    return report
+
+def console_progress(stream=None) -> ConsoleProgress:
+    """A :class:`ConsoleProgress` writing to ``stream`` (stderr by default)."""
+    return ConsoleProgress(stream)
 
 
-def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] | None = None) -> Any:
-    """One estimator session over ``reports`` (``lopub.estimate.Estimator``)."""
+def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] | None = None,
+                   progress: Any = None) -> Any:
+    """One estimator session over ``reports`` (``lopub.estimate.Estimator``).
+
+    A ``progress`` with an ``em`` method (:class:`ConsoleProgress`) also
+    receives the EM steps.
+    """
     from .estimate import Estimator
 
-    return Estimator(reports, method=method, **dict(options or {}))
+    opts = dict(options or {})
+    if progress is not None and hasattr(progress, "em") and "progress" not in opts:
+        opts["progress"] = progress.em
+    return Estimator(reports, method=method, **opts)
 
 
 def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
                clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
                prune_options: Mapping[str, Any] | None = None,
-               progress: Progress | None = None) -> tuple[DependencyGraph, JunctionTree, list[dict], dict]:
+               progress: Progress | None = None, warn: bool = True) -> tuple[DependencyGraph, JunctionTree, list[dict], dict]:
     """Dependency graph (Alg. 4, or Alg. 5 when ``prune``) and budgeted junction tree.
 
     Returns ``(graph, tree, dropped_edges, seconds)``.
@@ -70,7 +106,7 @@ def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
         dg = dependency_graph(cache, phi, progress=progress)
     t1 = time.perf_counter()
     jt, used, dropped = budgeted_junction_tree(dg.graph, cache.domain, clique_budget,
-                                               heuristic=heuristic)
+                                               heuristic=heuristic, warn=warn)
     t2 = time.perf_counter()
     if dropped:
         dg.stats["dropped_for_budget"] = [[d["a"], d["b"]] for d in dropped]
@@ -81,7 +117,8 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
         clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
         progress: Progress | None = None, estimator: Any = None,
         estimator_options: Mapping[str, Any] | None = None,
-        prune_options: Mapping[str, Any] | None = None) -> tuple[Model, dict[str, Any]]:
+        prune_options: Mapping[str, Any] | None = None,
+        warn: bool = True) -> tuple[Model, dict[str, Any]]:
     """Fit a LoPub model: graph, junction tree and clique joints from one estimator.
 
     Parameters
@@ -105,6 +142,9 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
         Dataset for exact marginals in tests...).
     estimator_options, prune_options : mapping, optional
         Passed to ``Estimator`` / :func:`pruned_dependency_graph`.
+    warn : bool
+        Issue a ``UserWarning`` when edges are dropped for the clique budget
+        (they are always listed in ``report["dropped_edges"]``).
 
     Returns
     -------
@@ -119,14 +159,14 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
     if estimator is None:
         if reports is None:
             raise ValueError("reports (None) must be given when no estimator is passed")
-        estimator = make_estimator(reports, method, estimator_options)
+        estimator = make_estimator(reports, method, estimator_options, progress)
     cache = estimator if isinstance(estimator, MarginalCache) else MarginalCache(estimator)
     if cache.domain is None:
         raise TypeError("estimator must expose its domain (.domain or .reports.spec.domain)")
     n = reports.n if reports is not None else getattr(estimator, "n", None)
     dg, jt, dropped, secs = dependency(cache, phi=phi, prune=prune, clique_budget=clique_budget,
                                        heuristic=heuristic, prune_options=prune_options,
-                                       progress=progress)
+                                       progress=progress, warn=warn)
     t1 = time.perf_counter()
     cache.prefetch([list(c) for c in jt.cliques], stage="clique joints", progress=progress)
     tables = [cache.marginal(list(c)) for c in jt.cliques]

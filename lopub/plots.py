@@ -52,8 +52,7 @@ def plot_mi(dg: DependencyGraph, path: str | os.PathLike) -> None:
     size = max(4.0, 0.45 * d + 2)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
     shown = np.ma.masked_invalid(np.log10(np.clip(ratio, 1e-3, None)))
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("#dddddd")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#dddddd")
     im = ax.imshow(shown, cmap=cmap, vmin=-2, vmax=max(1.0, float(np.nanmax(shown)) if shown.count() else 1))
     for a, b in dg.edges:
         for i, j in ((attrs.index(a), attrs.index(b)), (attrs.index(b), attrs.index(a))):

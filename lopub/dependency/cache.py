@@ -89,10 +89,12 @@ class MarginalCache:
                  progress: Progress | None = None) -> None:
         """Estimate every set in ``attr_sets`` (skipping cached ones), reporting progress."""
         todo = [list(s) for s in attr_sets if not self.cached(s)]
-        for i, s in enumerate(todo, 1):
-            self.marginal(s)
+        for i, s in enumerate(todo):
             if progress is not None:
                 progress(stage, i, len(todo))
+            self.marginal(s)
+        if progress is not None and todo:
+            progress(stage, len(todo), len(todo))
 
 
 def _find_domain(source: Any):

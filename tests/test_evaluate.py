@@ -1,0 +1,71 @@
+"""TVD over k-way marginals, per-attribute TVD, correlation identification."""
+import math
+
+import numpy as np
+import pytest
+
+from lopub.dataset import Dataset
+from lopub.datasets import embedded_model
+from lopub.domain import Domain
+from lopub.evaluate import (average_tvd, correlation_identification, evaluate_release, k_subsets,
+                            per_attribute_tvd, tvd)
+from lopub.marginal import Marginal
+
+
+def test_tvd_known_value():
+    dom = Domain.from_categories({"a": ["x", "y", "z"]})
+    p = Marginal(dom, np.array([0.5, 0.5, 0.0]))
+    q = Marginal(dom, np.array([0.2, 0.5, 0.3]))
+    assert tvd(p, q) == pytest.approx(0.3)
+    assert tvd(p, p) == 0
+
+
+def test_average_tvd_all_and_sampled_subsets():
+    bn = embedded_model()
+    a = bn.sample(3000, rng=1)
+    b = bn.sample(3000, rng=2)
+    d = len(bn.domain)
+    full = average_tvd(a, b, 2)
+    assert full["subsets"] == math.comb(d, 2) == len(full["per_subset"])
+    assert 0 < full["mean"] <= full["max"] <= 1
+    s1 = average_tvd(a, b, 3, subsets=20, rng=5)
+    s2 = average_tvd(a, b, 3, subsets=20, rng=5)
+    assert s1["subsets"] == 20 and s1["per_subset"] == s2["per_subset"]
+    assert average_tvd(a, a, 2)["mean"] == 0
+    # a model answers the same calls as data
+    assert average_tvd(bn, bn, 2)["mean"] == pytest.approx(0, abs=1e-12)
+
+
+def test_per_attribute_and_report():
+    bn = embedded_model()
+    a, b = bn.sample(2000, rng=1), bn.sample(2000, rng=2)
+    per = per_attribute_tvd(a, b)
+    assert list(per) == list(bn.domain.attrs)
+    rep = evaluate_release(a, b, k=1)
+    assert rep["mean"] == pytest.approx(np.mean(list(per.values())))
+
+
+def test_k_subsets_errors():
+    with pytest.raises(ValueError, match=r"k \(4\) must be at most the number of attributes \(3\)"):
+        k_subsets(["a", "b", "c"], 4)
+    assert len(k_subsets(list("abcdef"), 2, subsets=100)) == 15
+
+
+def test_correlation_identification():
+    attrs = ["a", "b", "c", "d"]
+    truth = [("a", "b"), ("b", "c"), ("c", "d")]
+    found = [("b", "a"), ("c", "d"), ("a", "d")]
+    r = correlation_identification(found, truth, attrs)
+    assert r["pairs"] == 6 and r["added"] == 1 and r["lost"] == 1
+    assert r["accuracy"] == pytest.approx(4 / 6)
+    assert r["recall"] == pytest.approx(2 / 3)
+    assert r["added_edges"] == [["a", "d"]] and r["lost_edges"] == [["b", "c"]]
+    with pytest.raises(ValueError, match=r"edge \['a', 'z'\] must join two distinct attributes"):
+        correlation_identification([("a", "z")], truth, attrs)
+
+
+def test_dataset_sources_need_same_domain():
+    dom = Domain.from_categories({"a": ["0", "1"], "b": ["0", "1"]})
+    x = Dataset(np.array([[0, 1], [1, 1]]), dom)
+    with pytest.raises(ValueError, match="unknown attribute 'c'"):
+        average_tvd(x, x, 1, attrs=["c"])
