@@ -41,7 +41,7 @@ def test_exp2_correlation(tmp_path):
 
 
 def test_exp3_pruning(tmp_path):
-    assert exp3_pruning.main(["--datasets", "embedded", "--rows", "600", "--sources", "data",
+    assert exp3_pruning.main(["--datasets", "embedded", "--rows", "600", "--sources", "data", "--samplings", "full",
                               "--out", str(tmp_path)]) == 0
     df = pd.read_csv(tmp_path / "pruning.csv")
     assert len(df) == 2 * len(exp3_pruning.runner.DATA["embedded"].phis)
