@@ -1,0 +1,81 @@
+"""The ``lopub estimate`` subcommand (register() into a parser, and python -m lopub)."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lopub import cli_estimate
+from lopub.client.encode import encode
+from lopub.dataset import Dataset
+from lopub.domain import Domain
+from lopub.errors import BudgetError, DomainError
+from lopub.spec import CollectionSpec
+
+
+@pytest.fixture(scope="module")
+def reports_file(tmp_path_factory):
+    dom = Domain.from_categories({"x": ["p", "q", "r"], "y": ["u", "v"], "z": ["0", "1", "2", "3"]})
+    rng = np.random.default_rng(5)
+    codes = np.column_stack([rng.integers(0, s, 3000) for s in dom.sizes])
+    spec = CollectionSpec.from_domain(dom, f=0.3, m=32, h=4)
+    path = tmp_path_factory.mktemp("est") / "reports.parquet"
+    encode(Dataset(codes, dom), spec, rng=1).save(path)
+    return str(path)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="lopub")
+    sub = p.add_subparsers(dest="command", required=True)
+    cli_estimate.register(sub)
+    return p
+
+
+@pytest.mark.parametrize("method", ["em", "lasso", "moment", "hybrid"])
+def test_json_output(reports_file, method, capsys):
+    args = _parser().parse_args(["estimate", reports_file, "--attrs", "y,x", "--method", method,
+                                 "--json", "--quiet"])
+    args.func(args)
+    out = json.loads(capsys.readouterr().out)
+    assert out["attrs"] == ["y", "x"] and out["shape"] == [2, 3]
+    assert out["categories"]["x"] == ["p", "q", "r"]
+    assert sum(out["p"]) == pytest.approx(1.0)
+    assert out["meta"]["method"] == method and out["n"] == 3000
+    assert "loglik_trace" not in out["meta"]
+
+
+def test_text_output(reports_file, capsys):
+    args = _parser().parse_args(["estimate", reports_file, "--attrs", "x", "--quiet",
+                                 "--postprocess", "simplex", "--tol", "1e-7"])
+    args.func(args)
+    out = capsys.readouterr().out
+    assert "method=em" in out and "postprocess=simplex" in out and "converged=True" in out
+    assert all(label in out for label in ("p", "q", "r"))
+
+
+def test_errors(reports_file):
+    p = _parser()
+    with pytest.raises(DomainError, match="unknown attribute 'w'"):
+        a = p.parse_args(["estimate", reports_file, "--attrs", "x,w", "--quiet"])
+        a.func(a)
+    with pytest.raises(BudgetError, match="memory_budget"):
+        a = p.parse_args(["estimate", reports_file, "--attrs", "x,y,z", "--memory-budget-mb", "0.001",
+                          "--quiet"])
+        a.func(a)
+    with pytest.raises(ValueError, match="--attrs"):
+        a = p.parse_args(["estimate", reports_file, "--attrs", ",", "--quiet"])
+        a.func(a)
+
+
+def test_python_m_lopub(reports_file):
+    run = subprocess.run([sys.executable, "-m", "lopub", "estimate", reports_file, "--attrs", "x,y",
+                          "--method", "moment", "--json", "--quiet"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["meta"]["method"] == "moment"
+    bad = subprocess.run([sys.executable, "-m", "lopub", "estimate", reports_file, "--attrs", "x,x",
+                          "--quiet"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "duplicate attributes" in bad.stderr
