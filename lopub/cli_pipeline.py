@@ -37,7 +37,9 @@ def _progress(a: argparse.Namespace):
 def _fit_text(rep: dict) -> str:
     s = rep["seconds"]
     lines = [f"reports: {rep['n']}, attributes: {rep['attributes']}, method: {rep['method']}, phi: {rep['phi']}",
-             f"pairs computed: {rep['pairs_computed']}/{rep['pairs_total']}, edges: {rep['edges']}",
+             f"pairs computed: {rep['pairs_computed']}/{rep['pairs_total']}, edges: {rep['edges']}"
+             + (f" (model graph at phi {rep['model_phi']}: {rep['graph']['model_edges']} edges)"
+                if "model_edges" in rep["graph"] else ""),
              f"cliques: {len(rep['cliques'])}, largest: {max(rep['clique_cells'])} cells "
              f"(budget {rep['clique_budget']})"]
     for d in rep["dropped_edges"]:
@@ -51,7 +53,7 @@ def cmd_fit(a: argparse.Namespace) -> None:
     from .reports import Reports
 
     reports = Reports.load(a.reports)
-    model, rep = fit(reports, phi=a.phi, method=a.method, prune=a.prune,
+    model, rep = fit(reports, phi=a.phi, method=a.method, prune=a.prune, model_phi=a.model_phi,
                      clique_budget=a.clique_budget, heuristic=a.heuristic, progress=_progress(a),
                      warn=False)
     model.save(a.out)
@@ -165,6 +167,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--phi", type=float, default=0.4, help="dependency degree phi in (0, 1] (Eq. 26; default 0.4)")
     f.add_argument("--method", choices=METHODS, default="em", help="marginal estimator (default em)")
     f.add_argument("--prune", action="store_true", help="entropy-based pruning of the pairs (Alg. 5)")
+    f.add_argument("--model-phi", type=float, help="build the junction tree / release on the MI graph at this phi instead (default: --phi); the reported graph stays at --phi")
     f.add_argument("--clique-budget", type=int, default=50_000, help="largest clique joint in cells (default 50000); larger cliques are split by dropping the weakest edges")
     f.add_argument("--heuristic", choices=("min-fill", "min-size"), default="min-fill")
     f.add_argument("--out", required=True, help="model file (.json, or .json.gz)")

@@ -88,9 +88,15 @@ def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] 
 
 def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
                clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
-               prune_options: Mapping[str, Any] | None = None,
-               progress: Progress | None = None, warn: bool = True) -> tuple[DependencyGraph, JunctionTree, list[dict], dict]:
+               prune_options: Mapping[str, Any] | None = None, model_phi: float | None = None,
+               progress: Progress | None = None, warn: bool = True
+               ) -> tuple[DependencyGraph, JunctionTree, list[dict], dict]:
     """Dependency graph (Alg. 4, or Alg. 5 when ``prune``) and budgeted junction tree.
+
+    The junction tree is built on the dependency graph itself, or -- when
+    ``model_phi`` is given -- on the graph of the *same* computed MI values
+    thresholded at ``tau(model_phi)`` (pairs not computed keep their decision).
+    No pair is estimated twice; the returned graph stays the ``phi`` graph.
 
     Returns ``(graph, tree, dropped_edges, seconds)``.
 
@@ -105,19 +111,41 @@ def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
     else:
         dg = dependency_graph(cache, phi, progress=progress)
     t1 = time.perf_counter()
-    jt, used, dropped = budgeted_junction_tree(dg.graph, cache.domain, clique_budget,
+    base = dg.graph if model_phi is None else _rethreshold(dg, check_phi(model_phi))
+    jt, used, dropped = budgeted_junction_tree(base, cache.domain, clique_budget,
                                                heuristic=heuristic, warn=warn)
     t2 = time.perf_counter()
     if dropped:
         dg.stats["dropped_for_budget"] = [[d["a"], d["b"]] for d in dropped]
+    if model_phi is not None:
+        dg.stats["model_phi"] = model_phi
+        dg.stats["model_edges"] = base.number_of_edges()
     return dg, jt, dropped, {"graph": t1 - t0, "junction_tree": t2 - t1}
+
+
+def _rethreshold(dg: DependencyGraph, model_phi: float):
+    """Graph of the computed MI at tau(model_phi); untested pairs keep dg's decision."""
+    import itertools
+
+    import numpy as np
+
+    from .dependency.graph import build_graph, threshold_matrix
+
+    t = threshold_matrix(dg.domain, model_phi)
+    attrs = dg.domain.attrs
+    edges = []
+    for i, j in itertools.combinations(range(len(attrs)), 2):
+        m = dg.mi[i, j]
+        if (np.isnan(m) and dg.graph.has_edge(attrs[i], attrs[j])) or (not np.isnan(m) and m >= t[i, j]):
+            edges.append((attrs[i], attrs[j]))
+    return build_graph(dg.domain, dg.mi, model_phi, edges=edges)
 
 
 def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: bool = False,
         clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
         progress: Progress | None = None, estimator: Any = None,
         estimator_options: Mapping[str, Any] | None = None,
-        prune_options: Mapping[str, Any] | None = None,
+        prune_options: Mapping[str, Any] | None = None, model_phi: float | None = None,
         warn: bool = True) -> tuple[Model, dict[str, Any]]:
     """Fit a LoPub model: graph, junction tree and clique joints from one estimator.
 
@@ -142,6 +170,12 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
         Dataset for exact marginals in tests...).
     estimator_options, prune_options : mapping, optional
         Passed to ``Estimator`` / :func:`pruned_dependency_graph`.
+    model_phi : float in (0, 1], optional
+        Build the junction tree (hence the release) on the MI graph at this
+        smaller/larger dependency degree instead of ``phi``; the reported
+        dependency graph (correlation identification) stays at ``phi``.  A
+        lower value keeps more correlations in the release at the cost of
+        bigger cliques (see docs/bench_pipeline.md).  Default: ``phi``.
     warn : bool
         Issue a ``UserWarning`` when edges are dropped for the clique budget
         (they are always listed in ``report["dropped_edges"]``).
@@ -166,7 +200,7 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
     n = reports.n if reports is not None else getattr(estimator, "n", None)
     dg, jt, dropped, secs = dependency(cache, phi=phi, prune=prune, clique_budget=clique_budget,
                                        heuristic=heuristic, prune_options=prune_options,
-                                       progress=progress, warn=warn)
+                                       model_phi=model_phi, progress=progress, warn=warn)
     t1 = time.perf_counter()
     cache.prefetch([list(c) for c in jt.cliques], stage="clique joints", progress=progress)
     tables = [cache.marginal(list(c)) for c in jt.cliques]
@@ -178,6 +212,7 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
         "attributes": len(cache.domain), "prune": bool(prune),
         "pairs_total": dg.stats["pairs_total"], "pairs_computed": dg.stats["pairs_computed"],
         "edges": len(dg.edges), "graph": dict(dg.stats),
+        "model_phi": dg.phi if model_phi is None else model_phi,
         "cliques": [list(c) for c in jt.cliques],
         "clique_cells": [cache.domain.cells(list(c)) for c in jt.cliques],
         "fill_edges": len(jt.fill_edges), "clique_budget": clique_budget,

@@ -111,3 +111,15 @@ def test_graph_recovery_em_f05():
     # every pair estimated at most once across graph and cliques
     assert rep["estimates"] == cache.calls
     assert len({frozenset(p) for p in itertools.combinations(bn.domain.attrs, 2)}) <= cache.calls
+
+
+def test_model_phi_keeps_reported_graph_and_adds_model_edges():
+    bn = embedded_model()
+    src = Counting(bn)
+    model, rep = fit(estimator=src, phi=0.4, model_phi=0.3, clique_budget=10**6, warn=False)
+    assert model.graph.edges == fit(estimator=bn, phi=0.4, clique_budget=10**6, warn=False)[0].graph.edges
+    extra = bn.mi_graph(0.3)
+    assert rep["graph"]["model_edges"] == extra.number_of_edges() > rep["edges"]
+    for a, b in extra.edges:
+        assert any(a in c and b in c for c in model.tree.cliques)
+    assert len(src.asked) == len(set(src.asked))  # no pair estimated twice

@@ -10,7 +10,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4, Eq. 24 and Eq. 26.
 from __future__ import annotations
 
 import itertools
-import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -159,11 +158,3 @@ def dependency_graph(cache: MarginalCache, phi: float = 0.4, *,
              "pairs_computed": d * (d - 1) // 2, "edges": g.number_of_edges()}
     return DependencyGraph(domain, phi, mi, threshold_matrix(domain, phi), g, stats)
 
-
-def edge_strength(dg: DependencyGraph, a: str, b: str) -> float:
-    """MI / tau of an edge (how far above its threshold); inf when tau is 0."""
-    i, j = dg.domain.index(a), dg.domain.index(b)
-    m, t = dg.mi[i, j], dg.thresholds[i, j]
-    if np.isnan(m):
-        return math.inf  # assumed dependent without a test (binary pruning)
-    return float(m / t) if t > 0 else math.inf

@@ -28,7 +28,7 @@ import itertools
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import networkx as nx
 
