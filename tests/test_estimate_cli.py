@@ -76,6 +76,10 @@ def test_python_m_lopub(reports_file):
                           "--method", "moment", "--json", "--quiet"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["meta"]["method"] == "moment"
-    bad = subprocess.run([sys.executable, "-m", "lopub", "estimate", reports_file, "--attrs", "x,x",
-                          "--quiet"], capture_output=True, text=True)
-    assert bad.returncode == 2 and "duplicate attributes" in bad.stderr
+
+
+def test_main_reports_errors_with_status_2(reports_file, capsys):
+    from lopub.cli import main
+
+    assert main(["estimate", reports_file, "--attrs", "x,x", "--quiet"]) == 2
+    assert "duplicate attributes" in capsys.readouterr().err
