@@ -52,7 +52,7 @@ def identify(reports, method: str, phi: float, truth) -> dict:
             "lost_edges": ";".join("-".join(e) for e in ci["lost_edges"])}
 
 
-def plot(df: pd.DataFrame, out, caption: str) -> list:
+def plot(df: pd.DataFrame, out) -> list:
     """One PNG per dataset and sampling: accuracy, added and lost edges vs f per method."""
     paths = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
@@ -68,7 +68,8 @@ def plot(df: pd.DataFrame, out, caption: str) -> list:
             ax.legend(fontsize=7)
         axes[2].axhline(te, color="grey", lw=0.8)
         axes[2].text(g.f.min(), te, f" true edges: {te}", fontsize=7, va="bottom")
-        paths.append(runner.save_figure(fig, out / f"correlation_{name}_{smp}.png", caption))
+        paths.append(runner.save_figure(fig, out / f"correlation_{name}_{smp}.png",
+                                        runner.privacy_caption([name], sorted(g.f.unique()))))
     return paths
 
 
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                               f"+{row['added']} -{row['lost']} ({row['seconds']:.1f}s)")
     runner.write_privacy(args.out, args.datasets, fs)
     if not args.no_plot:
-        plot(log.frame(), args.out, runner.privacy_caption(args.datasets, fs))
+        plot(log.frame(), args.out)
     return 0
 
 

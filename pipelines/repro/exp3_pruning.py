@@ -73,7 +73,12 @@ def one_row(cache, name: str, smp: str, src: str, f: float, phi: float, rounding
             "paper_pairs_with": paper_value(name, phi, "pairs_with")}
 
 
-def plot(df: pd.DataFrame, out, caption: str) -> list:
+def _caption(name: str, g: pd.DataFrame) -> str:
+    fs = sorted(g.f[g.source != "data"].unique())
+    return runner.privacy_caption([name], fs) if fs else "MI of the true data: no privacy cost"
+
+
+def plot(df: pd.DataFrame, out) -> list:
     """One PNG per dataset: dependencies (ceil rounding) and pairs computed vs phi, with the paper's."""
     paths = []
     for name, g in df.groupby("dataset"):
@@ -97,7 +102,7 @@ def plot(df: pd.DataFrame, out, caption: str) -> list:
         axes[1].set(xlabel="phi", ylabel="pairs computed", title=f"{name}: MI computations")
         for ax in axes:
             ax.legend(fontsize=6)
-        paths.append(runner.save_figure(fig, out / f"pruning_{name}.png", caption))
+        paths.append(runner.save_figure(fig, out / f"pruning_{name}.png", _caption(name, g)))
     return paths
 
 
@@ -138,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['deps_with']} with, {row['pairs_with']} pairs")
     runner.write_privacy(args.out, args.datasets, args.source_fs)
     if not args.no_plot:
-        plot(log.frame(), args.out, runner.privacy_caption(args.datasets, args.source_fs)
-             if any(s != "data" for s in sources) else "MI of the true data: no privacy cost")
+        plot(log.frame(), args.out)
     return 0
 
 

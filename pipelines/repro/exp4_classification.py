@@ -43,7 +43,7 @@ from . import runner
 
 NAME = "exp4_classification"
 KEY = ("dataset", "f", "release", "classifier")
-PAPER_NOTE = "paper (Sec. VI-D): worst RF accuracy 67% retail, 42% Adult; random guess 50% / 15%"
+PAPER_NOTE = "paper (VI-D): worst RF accuracy 67% retail, 42% Adult; random guessing 50% / 15%"
 
 
 def _onehot(codes: np.ndarray, sizes) -> np.ndarray:
@@ -125,7 +125,7 @@ def row(name, f, release, clf, acc: dict, n_train, extra=None) -> dict:
             "per_target": ";".join(f"{a}={v:.4f}" for a, v in acc.items())}
 
 
-def plot(df: pd.DataFrame, out, caption: str) -> list:
+def plot(df: pd.DataFrame, out) -> list:
     """One PNG per dataset: mean RF and SVM accuracy vs f per release, baselines as lines."""
     paths = []
     for name, g in df.groupby("dataset"):
@@ -144,7 +144,8 @@ def plot(df: pd.DataFrame, out, caption: str) -> list:
                    title=f"{name}: {'SVM, binary targets' if clf == 'svm' else 'random forest, all targets'}")
             ax.legend(fontsize=6)
         paths.append(runner.save_figure(fig, out / f"classification_{name}.png",
-                                        caption + "\n" + PAPER_NOTE))
+                                        runner.privacy_caption([name], sorted(g.f[g.f > 0].unique()))
+                                        + "\n" + PAPER_NOTE))
     return paths
 
 
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 prog.step(f"{name} f={f:g} {rel}: RF {np.mean(list(acc['rf'].values())):.3f}")
     runner.write_privacy(args.out, args.datasets, fs)
     if not args.no_plot:
-        plot(log.frame(), args.out, runner.privacy_caption(args.datasets, fs))
+        plot(log.frame(), args.out)
     return 0
 
 

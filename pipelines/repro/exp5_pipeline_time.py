@@ -45,7 +45,7 @@ def time_pipeline(reports, method: str, phi: float, prune: bool, seed: int) -> d
             "cliques": len(rep["cliques"]), "max_clique_cells": max(rep["clique_cells"])}
 
 
-def plot(df: pd.DataFrame, out, caption: str) -> list:
+def plot(df: pd.DataFrame, out) -> list:
     """One PNG per dataset/sampling: total server time vs f per estimator (log scale)."""
     paths = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
@@ -57,7 +57,8 @@ def plot(df: pd.DataFrame, out, caption: str) -> list:
         ax.set(xlabel="f", ylabel="seconds (fit + synthesize)", yscale="log",
                title=f"{name} ({smp}, n={int(g.n.iloc[0])}): whole pipeline")
         ax.legend(fontsize=7)
-        paths.append(runner.save_figure(fig, out / f"pipeline_time_{name}_{smp}.png", caption))
+        paths.append(runner.save_figure(fig, out / f"pipeline_time_{name}_{smp}.png",
+                                        runner.privacy_caption([name], sorted(g.f.unique()))))
     return paths
 
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                               f"{row['total_seconds']:.1f}s ({row['edges']} edges)")
     runner.write_privacy(args.out, args.datasets, fs)
     if not args.no_plot:
-        plot(log.frame(), args.out, runner.privacy_caption(args.datasets, fs))
+        plot(log.frame(), args.out)
     return 0
 
 

@@ -332,13 +332,14 @@ def privacy_rows(datasets: Iterable[str], fs: Iterable[float]) -> list[dict[str,
 
 
 def privacy_caption(datasets: Iterable[str], fs: Iterable[float]) -> str:
-    """One line per dataset: ``f -> eps/attribute | eps/record`` (Eq. 8)."""
+    """Two short lines per dataset: epsilon per attribute | per record for each f (Eq. 8)."""
     rows = privacy_rows(datasets, fs)
     lines = []
     for name in dict.fromkeys(r["dataset"] for r in rows):
-        parts = [f"f={r['f']:g}: {r['eps_per_attribute']:.2f}/attr, {r['eps_per_record']:.1f}/record"
-                 for r in rows if r["dataset"] == name]
-        lines.append(f"privacy {name} (h=4, Eq. 8): " + "; ".join(parts))
+        rs = [r for r in rows if r["dataset"] == name]
+        lines.append(f"privacy, {name} (d={rs[0]['d']}, h=4, Eq. 8), eps per attribute | per record:")
+        lines.append("  " + "; ".join(f"f={r['f']:g}: {r['eps_per_attribute']:.1f} | {r['eps_per_record']:.0f}"
+                                      for r in rs))
     return "\n".join(lines)
 
 
