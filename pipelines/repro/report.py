@@ -9,6 +9,7 @@ Run ``python -m pipelines.repro.report`` after the experiments.
 from __future__ import annotations
 
 import argparse
+from types import SimpleNamespace
 from pathlib import Path
 
 import numpy as np
@@ -78,11 +79,11 @@ def exp1_headline(s: pd.DataFrame) -> dict:
     return out
 
 
-def exp1_section(res: Path) -> str:
+def exp1_section(res: Path, T) -> str:
     s = _read(res, "exp1_estimation", "summary.csv")
     if s is None:
         return "*(not run)*"
-    parts = [notes.EXP1_INTRO]
+    parts = [T.EXP1_INTRO]
     h = exp1_headline(s)
     rows = [{"claim": "retail EM AVD at f=0.9", "paper": "~0.28",
              "ours": ", ".join(f"{k.split('_', 2)[2]}: {v:.3f}" for k, v in h.items()
@@ -94,7 +95,7 @@ def exp1_section(res: Path) -> str:
         rows.append({"claim": "EM time / Lasso time", "paper": "~1000",
                      "ours": f"median {h['time_ratio_median']:.1f} (range {h['time_ratio_min']:.1f}"
                              f"-{h['time_ratio_max']:.1f}) over all dataset/sampling/k/f"})
-    parts += ["**Headline against the paper**", md_table(pd.DataFrame(rows)), notes.EXP1_DISCUSSION]
+    parts += ["**Headline against the paper**", md_table(pd.DataFrame(rows)), T.EXP1_DISCUSSION]
     for (name, k), g in s.groupby(["dataset", "k"]):
         parts.append(f"#### {name}, k = {k}")
         for smp, gg in g.groupby("sampling", sort=False):
@@ -111,11 +112,11 @@ def exp1_section(res: Path) -> str:
     return "\n\n".join(parts)
 
 
-def exp2_section(res: Path) -> str:
+def exp2_section(res: Path, T) -> str:
     df = _read(res, "exp2_correlation", "correlation.csv")
     if df is None:
         return "*(not run)*"
-    parts = [notes.EXP2_INTRO]
+    parts = [T.EXP2_INTRO]
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         g = g.assign(cell=[f"{a:.3f} (+{ad}/-{lo})" for a, ad, lo in zip(g.accuracy, g.added, g.lost)])
         t = g.pivot(index="f", columns="method", values="cell").reset_index()
@@ -123,15 +124,15 @@ def exp2_section(res: Path) -> str:
                      f"{int(g.true_edges.iloc[0])} true edges of {int(g.pairs.iloc[0])} pairs)\n\n"
                      "accuracy (+added / -lost edges):\n\n" + md_table(t))
         parts.append(_img(res, "exp2_correlation", f"correlation_{name}_{smp}.png"))
-    parts += [notes.EXP2_DISCUSSION, _commands(res, "exp2_correlation")]
+    parts += [T.EXP2_DISCUSSION, _commands(res, "exp2_correlation")]
     return "\n\n".join(parts)
 
 
-def exp3_section(res: Path) -> str:
+def exp3_section(res: Path, T) -> str:
     df = _read(res, "exp3_pruning", "pruning.csv")
     if df is None:
         return "*(not run)*"
-    parts = [notes.EXP3_INTRO]
+    parts = [T.EXP3_INTRO]
     for (name, src), g in df.groupby(["dataset", "source"], sort=False):
         cols = ["phi", "rounding", "deps_without", "deps_with", "pairs_with", "pairs_without",
                 "lost_by_pruning", "added_by_pruning"]
@@ -142,15 +143,15 @@ def exp3_section(res: Path) -> str:
         parts.append(f"#### {name}: {label} (n = {int(g.n.iloc[0])})\n\n" + md_table(t.astype(object)))
     for name in df.dataset.unique():
         parts.append(_img(res, "exp3_pruning", f"pruning_{name}.png"))
-    parts += [notes.EXP3_DISCUSSION, _commands(res, "exp3_pruning")]
+    parts += [T.EXP3_DISCUSSION, _commands(res, "exp3_pruning")]
     return "\n\n".join(parts)
 
 
-def exp4_section(res: Path) -> str:
+def exp4_section(res: Path, T) -> str:
     df = _read(res, "exp4_classification", "classification.csv")
     if df is None:
         return "*(not run)*"
-    parts = [notes.EXP4_INTRO]
+    parts = [T.EXP4_INTRO]
     for name, g in df.groupby("dataset"):
         base = g[g.f == 0]
         bt = base.pivot(index="release", columns="classifier", values="mean_accuracy").reset_index()
@@ -169,15 +170,15 @@ def exp4_section(res: Path) -> str:
             t = h.assign(cell=cell).pivot(index="f", columns="release", values="cell").reset_index()
             parts.append(f"{label}, trained on the synthetic release:\n\n" + md_table(t))
         parts.append(_img(res, "exp4_classification", f"classification_{name}.png"))
-    parts += [notes.EXP4_DISCUSSION, _commands(res, "exp4_classification")]
+    parts += [T.EXP4_DISCUSSION, _commands(res, "exp4_classification")]
     return "\n\n".join(parts)
 
 
-def exp5_section(res: Path) -> str:
+def exp5_section(res: Path, T) -> str:
     df = _read(res, "exp5_pipeline_time", "pipeline_time.csv")
     if df is None:
         return "*(not run)*"
-    parts = [notes.EXP5_INTRO]
+    parts = [T.EXP5_INTRO]
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         t = g.pivot_table(index="f", columns="method", values="total_seconds").reset_index()
         e = g.groupby("method")[["estimation_seconds", "graph_seconds", "clique_seconds",
@@ -185,20 +186,78 @@ def exp5_section(res: Path) -> str:
         parts.append(f"#### {name} ({smp}, n = {int(g.n.iloc[0])})\n\nSeconds, fit + synthesis:\n\n"
                      + md_table(t, 2) + "\n\nMean over f, by stage:\n\n" + md_table(e, 2))
         parts.append(_img(res, "exp5_pipeline_time", f"pipeline_time_{name}_{smp}.png"))
-    parts += [notes.EXP5_DISCUSSION, _commands(res, "exp5_pipeline_time")]
+    parts += [T.EXP5_DISCUSSION, _commands(res, "exp5_pipeline_time")]
     return "\n\n".join(parts)
+
+
+class _Figures(dict):
+    """Named numbers for the prose; a figure that was not computed reads "n/a"."""
+
+    def __missing__(self, key: str) -> str:
+        return "n/a"
+
+
+def _pick(df: pd.DataFrame | None, col: str, **where) -> float:
+    if df is None:
+        return np.nan
+    m = np.ones(len(df), dtype=bool)
+    for k, v in where.items():
+        m &= (df[k] == v).to_numpy()
+    return float(df.loc[m, col].mean()) if m.any() else np.nan
+
+
+def figures(res: Path) -> _Figures:
+    """Every number the prose quotes, computed from the result files."""
+    out = _Figures()
+
+    def put(name, value, fmt=None):
+        if value is not None and not (isinstance(value, float) and np.isnan(value)):
+            out[name] = (fmt or ("{:.4f}" if abs(value) < 0.01 else "{:.3f}")).format(value)
+
+    s = _read(res, "exp1_estimation", "summary.csv")
+    for smp in ("paper", "full"):
+        for k in (2, 3, 5):
+            for ds in ("adult", "retail"):
+                for m in runner.METHODS:
+                    for f in runner.FS:
+                        key = f"{ds}_{smp}_k{k}_{m.replace('+', '')}_{int(f * 10)}"
+                        put("avd_" + key, _pick(s, "avd_mean", dataset=ds, sampling=smp, k=k, method=m, f=f))
+    for k in (3, 5):  # the paper's ~0.28 for EM on retail at f = 0.9
+        put(f"paper_over_em_retail_k{k}", 0.28 / _pick(s, "avd_mean", dataset="retail", sampling="paper",
+                                                        k=k, method="em", f=0.9), "{:.1f}")
+    if s is not None:
+        h = exp1_headline(s)
+        for k in ("time_ratio_median", "time_ratio_min", "time_ratio_max"):
+            put(k, h.get(k, np.nan), "{:.0f}")
+    p = _read(res, "exp3_pruning", "pruning.csv")
+    if p is not None:
+        for r in p[p.rounding == "ceil"].itertuples():
+            base = f"{r.dataset}_{r.sampling}_{r.source}_{int(round(r.f * 10))}_{int(round(r.phi * 10))}"
+            out["deps_without_" + base] = str(r.deps_without)
+            out["deps_with_" + base] = str(r.deps_with)
+    c = _read(res, "exp4_classification", "classification.csv")
+    if c is not None:
+        for (ds, rel, clf), g in c.groupby(["dataset", "release", "classifier"]):
+            tag = f"{ds}_{rel.replace('+', '')}_{clf}"
+            put("acc_" + tag, g.mean_accuracy.mean())
+            put("accmin_" + tag, g.mean_accuracy.min())
+            put("worst_" + tag, g.worst_accuracy.min())
+    return out
 
 
 def build(res: Path = runner.RESULTS) -> str:
     """The whole RESULTS.md text."""
-    sec = [notes.HEADER,
-           "## 6. Privacy of every setting (Eq. 8)\n\n" + notes.PRIVACY + "\n\n" + privacy_section(res),
-           "## 1. Estimation: AVD and time vs f\n\n" + exp1_section(res),
-           "## 2. Correlation identification vs f\n\n" + exp2_section(res),
-           "## 3. Pruning tables (Alg. 5)\n\n" + exp3_section(res),
-           "## 4. Classification on the synthetic release\n\n" + exp4_section(res),
-           "## 5. Whole-pipeline time\n\n" + exp5_section(res),
-           notes.FOOTER]
+    fig = figures(res)
+    T = SimpleNamespace(**{k: v.format_map(fig) for k, v in vars(notes).items()
+                           if k.isupper() and isinstance(v, str)})
+    sec = [T.HEADER,
+           "## 6. Privacy of every setting (Eq. 8)\n\n" + T.PRIVACY + "\n\n" + privacy_section(res),
+           "## 1. Estimation: AVD and time vs f\n\n" + exp1_section(res, T),
+           "## 2. Correlation identification vs f\n\n" + exp2_section(res, T),
+           "## 3. Pruning tables (Alg. 5)\n\n" + exp3_section(res, T),
+           "## 4. Classification on the synthetic release\n\n" + exp4_section(res, T),
+           "## 5. Whole-pipeline time\n\n" + exp5_section(res, T),
+           T.FOOTER]
     return "\n\n".join(sec).rstrip() + "\n"
 
 
