@@ -72,7 +72,8 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_f(data, m: int, f: float, sets, methods, seed: int, writer, name: str, k: int):
+def run_f(data, m: int, f: float, sets, methods, seed: int, writer, name: str, k: int, opts=None):
+    opts = opts or {}
     spec = CollectionSpec.from_domain(data.domain, f=f, m=m, h=4)
     rep = encode(data, spec, rng=seed)
     truth = {s: data.project(list(s)).values for s in sets}
@@ -84,7 +85,7 @@ def run_f(data, m: int, f: float, sets, methods, seed: int, writer, name: str, k
                 0.5 * np.abs(product([one_est[a] for a in s]) - truth[s]).sum()) for s in sets}
     summary = []
     for method in methods:
-        est = Estimator(rep, method)
+        est = Estimator(rep, method, **(opts if method == "hybrid" else {}))
         times, cpus, avds = [], [], []
         t_all = time.perf_counter()
         for s in sets:
@@ -118,15 +119,31 @@ def run_f(data, m: int, f: float, sets, methods, seed: int, writer, name: str, k
 def print_table(rows) -> None:
     em = {r["f"]: r for r in rows if r["method"] == "em"}
     print("\n| f | method | median s | max s | total s | mean AVD | ind. true 1-way | ind. est. 1-way "
-          "| AVD / EM | EM time / time | median CPU s | peak MB |")
+          "| AVD / EM | EM CPU / CPU | median CPU s | peak MB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ref = em.get(r["f"])
         ratio = f"{r['avd'] / ref['avd']:.2f}" if ref else "-"
-        speed = f"{ref['median_s'] / r['median_s']:.1f}x" if ref and r["median_s"] > 0 else "-"
+        speed = (f"{ref['median_cpu'] / r['median_cpu']:.1f}x" if ref and r["median_cpu"] > 0 else "-")
         print(f"| {r['f']} | {r['method']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['total_s']:.1f} "
               f"| {r['avd']:.4f} | {r['ind_true']:.4f} | {r['ind_est']:.4f} | {ratio} | {speed} "
               f"| {r['median_cpu']:.3f} | {r['peak_mb']:.0f} |")
+
+
+def summarize(paths) -> None:
+    """Print the summary table from per-set CSV rows (also of an interrupted run)."""
+    import pandas as pd
+
+    df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    for (name, k), part in df.groupby(["dataset", "k"], sort=False):
+        rows = []
+        for (f, method), g in part.groupby(["f", "method"], sort=False):
+            rows.append({"f": f, "method": method, "median_s": g.seconds.median(), "max_s": g.seconds.max(),
+                         "total_s": g.seconds.sum(), "median_cpu": g.cpu_seconds.median(),
+                         "avd": g.avd.mean(), "ind_true": g.avd_ind_true.mean(),
+                         "ind_est": g.avd_ind_est.mean(), "peak_mb": g.peak_rss_mb.max(), "sets": len(g)})
+        print(f"\n{name}, k={k}  (sets per row: {sorted({r['sets'] for r in rows})})")
+        print_table(rows)
 
 
 def main(argv=None) -> int:
@@ -141,7 +158,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="f=0.5 only, 10 sets")
     ap.add_argument("--out", default="bench_estimators.csv", help="CSV of per-set rows")
+    ap.add_argument("--support-z", type=float, default=None, help="hybrid: support_z option")
+    ap.add_argument("--summarize", nargs="+", metavar="CSV", help="only print the table of these CSVs")
     a = ap.parse_args(argv)
+    if a.summarize:
+        summarize(a.summarize)
+        return 0
     fs = [0.5] if a.quick else [float(x) for x in a.f.split(",")]
     methods = [x.strip() for x in a.methods.split(",") if x.strip()]
     bad = [x for x in methods if x not in METHODS]
@@ -156,7 +178,8 @@ def main(argv=None) -> int:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         writer.writeheader()
         for f in fs:
-            rows += run_f(data, m, f, sets, methods, a.seed, writer, a.dataset, a.k)
+            extra = {} if a.support_z is None else {"support_z": a.support_z}
+            rows += run_f(data, m, f, sets, methods, a.seed, writer, a.dataset, a.k, extra)
             fh.flush()
     print_table(rows)
     return 0

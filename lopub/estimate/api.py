@@ -42,7 +42,7 @@ METHODS = ("em", "lasso", "moment", "hybrid", "hybrid-lasso")
 DEFAULT_BUDGET = 2 * 1024**3
 DEFAULT_MAX_ITER = {"em": 10000, "hybrid": 10000, "hybrid-lasso": 10000, "lasso": 10000, "moment": 20000}
 _OPTS = {"accelerate": True, "alpha": _lasso.DEFAULT_ALPHA, "design": "centered", "solver": "nnls",
-         "support": "moment", "threshold": 0.0, "support_z": 1.0, "mix": 0.05, "reuse_subsets": False}
+         "support": "moment", "threshold": 0.0, "support_z": 2.0, "mix": 0.05, "reuse_subsets": False}
 
 
 class Estimator:
