@@ -40,12 +40,14 @@ def test_log_drops_a_torn_last_line(tmp_path):
     assert list(pd.read_csv(path).k) == [1, 2]
 
 
-def test_log_rejects_unknown_columns_and_fresh_discards(tmp_path):
+def test_log_widens_for_new_columns_and_fresh_discards(tmp_path):
     path = tmp_path / "log.csv"
     log = runner.ResultLog(path, ["k"])
     log.append({"k": 1, "v": 2.0})
-    with pytest.raises(ValueError, match="not in the log header"):
-        log.append({"k": 2, "w": 1.0})
+    log.append({"k": 2, "v": 3.0, "w": 1.0})
+    df = pd.read_csv(path)
+    assert list(df.columns) == ["k", "v", "w"] and np.isnan(df.w[0]) and df.w[1] == 1.0
+    assert runner.ResultLog(path, ["k"]).done(k=2)
     assert not runner.ResultLog(path, ["k"], fresh=True).done(k=1)
 
 

@@ -97,7 +97,7 @@ def baselines(train, test) -> dict[str, dict[str, dict[str, float]]]:
             "random": {"rf": rnd, "svm": {a: rnd[a] for a in binary}}}
 
 
-def releases(train, f: float, methods, phi: float, seed: int, independent: bool):
+def releases(train, f: float, methods, phi: float, seed: int, independent: bool, budget: int):
     """Yield (label, synthetic Dataset, fit seconds, edges) per method, plus the independence release."""
     from lopub.dependency import MarginalCache
     from lopub.pipeline import fit, independence_model
@@ -107,12 +107,14 @@ def releases(train, f: float, methods, phi: float, seed: int, independent: bool)
     for m in methods:
         t0 = time.perf_counter()
         cache = MarginalCache(runner.make_estimator(reports, m))
-        model, rep = fit(reports, estimator=cache, phi=phi)
+        model, rep = fit(reports, estimator=cache, phi=phi, clique_budget=budget)
         syn = sample_codes(model, train.n, rng=runner.seed_for(seed, "synth", f, m))
-        yield m, syn, time.perf_counter() - t0, rep["edges"]
+        yield m, syn, time.perf_counter() - t0, {"edges": rep["edges"], "clique_budget": budget,
+                                                 "dropped_edges": len(rep["dropped_edges"]),
+                                                 "max_clique_cells": max(rep["clique_cells"])}
         if independent and m == methods[0]:  # same reports, this estimator's one-way marginals
             ind = independence_model(cache, n=train.n)
-            yield "independent", sample_codes(ind, train.n, rng=runner.seed_for(seed, "ind", f)), 0.0, 0
+            yield "independent", sample_codes(ind, train.n, rng=runner.seed_for(seed, "ind", f)), 0.0, {}
 
 
 def row(name, f, release, clf, acc: dict, n_train, extra=None) -> dict:
@@ -121,7 +123,8 @@ def row(name, f, release, clf, acc: dict, n_train, extra=None) -> dict:
     return {"dataset": name, "f": f, "release": release, "classifier": clf,
             "mean_accuracy": float(vals.mean()), "worst_accuracy": float(vals.min()),
             "targets": len(vals), "n_train": n_train,
-            **{"fit_seconds": "", "edges": "", "eps_per_record": "", **(extra or {})},
+            **{"fit_seconds": "", "edges": "", "eps_per_record": "", "clique_budget": "",
+               "dropped_edges": "", "max_clique_cells": "", **(extra or {})},
             "per_target": ";".join(f"{a}={v:.4f}" for a, v in acc.items())}
 
 
@@ -153,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     p = runner.base_parser(NAME, __doc__.splitlines()[0], methods=runner.METHODS)
     p.add_argument("--trees", type=int, default=50, help="random forest size (fixed, not tuned)")
+    p.add_argument("--clique-budget", type=int, default=50000,
+                   help="largest clique joint in cells (lopub.pipeline.fit; its default is 50,000)")
     p.add_argument("--max-train", type=int, default=20000,
                    help="classifiers see at most this many (seeded) training records")
     args = p.parse_args(argv)
@@ -184,14 +189,15 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             eps = runner.make_spec(tr, f).epsilon
             left = left or methods[:1]  # the independence release needs one estimator session
-            for rel, syn, sec, edges in releases(tr, f, left, runner.DATA[name].phi, args.seed, ind):
+            for rel, syn, sec, info in releases(tr, f, left, runner.DATA[name].phi, args.seed, ind,
+                                                args.clique_budget):
                 if log.done(dataset=name, f=f, release=rel, classifier="rf"):
                     continue
                 acc = classify(syn, te, **kw)
                 for clf in ("svm", "rf"):
                     if acc[clf]:
                         log.append(row(name, f, rel, clf, acc[clf], tr.n,
-                                       {"fit_seconds": sec, "edges": edges, "eps_per_record": eps}))
+                                       {"fit_seconds": sec, "eps_per_record": eps, **info}))
                 prog.step(f"{name} f={f:g} {rel}: RF {np.mean(list(acc['rf'].values())):.3f}")
     runner.write_privacy(args.out, args.datasets, fs)
     if not args.no_plot:

@@ -138,7 +138,8 @@ class ResultLog:
     Notes
     -----
     Each :meth:`append` opens the file, writes one row, flushes and fsyncs,
-    so an interrupted run keeps every finished row.  A half-written last line
+    so an interrupted run keeps every finished row.  A row with new columns
+    widens the file (atomically; earlier rows get empty cells).  A half-written last line
     (a crash in the middle of a write) is dropped on reload.
     """
 
@@ -169,15 +170,15 @@ class ResultLog:
         return tuple(_fmt(cfg[k]) for k in self.key) in self._done
 
     def append(self, row: dict[str, Any]) -> None:
-        """Write one row now (flush + fsync); the first row fixes the columns."""
+        """Write one row now (flush + fsync); new columns widen the header."""
         if self.columns is None:
             self.columns = list(row)
             new = True
         else:
             new = False
-            extra = set(row) - set(self.columns)
+            extra = [c for c in row if c not in self.columns]
             if extra:
-                raise ValueError(f"row has columns {sorted(extra)} not in the log header {self.columns}")
+                self._widen(extra)
         with open(self.path, "a", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             if new:
@@ -186,6 +187,15 @@ class ResultLog:
             fh.flush()
             os.fsync(fh.fileno())
         self._done.add(tuple(_fmt(row[k]) for k in self.key))
+
+    def _widen(self, extra: list[str]) -> None:
+        """Add columns (a newer script version logs more); earlier rows get empty cells."""
+        with open(self.path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        self.columns = self.columns + extra
+        rows = [self.columns] + [r + [""] * len(extra) for r in rows[1:]]
+        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows(rows)
 
     def frame(self) -> pd.DataFrame:
         """The log as a DataFrame (empty if nothing was written)."""
