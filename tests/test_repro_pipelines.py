@@ -80,3 +80,16 @@ def test_help(mod, capsys):
         mod.main(["--help"])
     assert exc.value.code == 0
     assert "--quick" in capsys.readouterr().out
+
+
+def test_report_builds_from_partial_results(tmp_path):
+    from pipelines.repro import report
+
+    exp6_privacy.main(["--datasets", "embedded", "--out", str(tmp_path / "exp6_privacy"), "--no-plot"])
+    exp3_pruning.main(["--datasets", "embedded", "--rows", "600", "--sources", "data", "--samplings",
+                       "full", "--out", str(tmp_path / "exp3_pruning"), "--no-plot"])
+    out = tmp_path / "RESULTS.md"
+    assert report.main(["--results", str(tmp_path), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## 3. Pruning tables" in text and "| phi |" in text
+    assert "*(not run)*" in text  # experiments without results say so

@@ -9,6 +9,7 @@ Run ``python -m pipelines.repro.report`` after the experiments.
 from __future__ import annotations
 
 import argparse
+import os
 from types import SimpleNamespace
 from pathlib import Path
 
@@ -41,8 +42,9 @@ def _read(res: Path, exp: str, name: str) -> pd.DataFrame | None:
 
 def _img(res: Path, exp: str, png: str) -> str:
     p = res / exp / png
-    rel = Path("..") / p.relative_to(runner.ROOT)
-    return f"![{png}]({rel.as_posix()})" if p.exists() else f"*(plot {png} not generated)*"
+    if not p.exists():
+        return f"*(plot {png} not generated)*"
+    return f"![{png}]({Path(os.path.relpath(p, DOCS.parent)).as_posix()})"
 
 
 def _commands(res: Path, exp: str) -> str:
@@ -235,6 +237,18 @@ def figures(res: Path) -> _Figures:
             base = f"{r.dataset}_{r.sampling}_{r.source}_{int(round(r.f * 10))}_{int(round(r.phi * 10))}"
             out["deps_without_" + base] = str(r.deps_without)
             out["deps_with_" + base] = str(r.deps_with)
+    c2 = _read(res, "exp2_correlation", "correlation.csv")
+    if c2 is not None:
+        for r in c2[c2.sampling == "full"].itertuples():
+            tag = f"{r.dataset}_{r.method.replace('+', '')}_{int(round(r.f * 10))}"
+            put("acc2_" + tag, r.accuracy)
+            out["added2_" + tag], out["lost2_" + tag] = str(r.added), str(r.lost)
+            out[f"true_edges_{r.dataset}"] = str(r.true_edges)
+    t5 = _read(res, "exp5_pipeline_time", "pipeline_time.csv")
+    if t5 is not None:
+        for r in t5.itertuples():
+            put(f"t5_{r.dataset}_{r.sampling}_{r.method.replace('+', '')}_{int(round(r.f * 10))}",
+                r.total_seconds, "{:.1f}")
     c = _read(res, "exp4_classification", "classification.csv")
     if c is not None:
         for (ds, rel, clf), g in c.groupby(["dataset", "release", "classifier"]):
@@ -242,6 +256,16 @@ def figures(res: Path) -> _Figures:
             put("acc_" + tag, g.mean_accuracy.mean())
             put("accmin_" + tag, g.mean_accuracy.min())
             put("worst_" + tag, g.worst_accuracy.min())
+        syn = c[(c.f > 0) & (c.release != "independent") & (c.classifier == "rf")]
+        for ds, g in syn.groupby("dataset"):
+            w = g.loc[g.mean_accuracy.idxmin()]
+            put(f"rfmin_{ds}", w.mean_accuracy)
+            out[f"rfmin_at_{ds}"] = f"{w.release}, f = {w.f:g}"
+            b = g[g.release != "lasso"]
+            if len(b):
+                w = b.loc[b.mean_accuracy.idxmin()]
+                put(f"rfmin_nolasso_{ds}", w.mean_accuracy)
+                out[f"rfmin_nolasso_at_{ds}"] = f"{w.release}, f = {w.f:g}"
     return out
 
 
