@@ -53,7 +53,9 @@ def cmd_fit(a: argparse.Namespace) -> None:
     from .reports import Reports
 
     reports = Reports.load(a.reports)
+    opts = {} if a.tol is None else {"tol": a.tol}
     model, rep = fit(reports, phi=a.phi, method=a.method, prune=a.prune, model_phi=a.model_phi,
+                     estimator_options=opts,
                      clique_budget=a.clique_budget, heuristic=a.heuristic, progress=_progress(a),
                      warn=False)
     model.save(a.out)
@@ -170,6 +172,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--model-phi", type=float, help="build the junction tree / release on the MI graph at this phi instead (default: --phi); the reported graph stays at --phi")
     f.add_argument("--clique-budget", type=int, default=50_000, help="largest clique joint in cells (default 50000); larger cliques are split by dropping the weakest edges")
     f.add_argument("--heuristic", choices=("min-fill", "min-size"), default="min-fill")
+    f.add_argument("--tol", type=float, help="estimator stopping tolerance (largest cell change; default: the estimator's)")
     f.add_argument("--out", required=True, help="model file (.json, or .json.gz)")
     f.add_argument("--plot", help="also draw the graph here (PNG; MI heatmap beside it)")
     f.add_argument("--quiet", action="store_true", help="no progress output")
