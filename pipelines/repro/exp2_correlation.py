@@ -63,9 +63,10 @@ def plot(df: pd.DataFrame, out) -> list:
                 ax.plot(h.f, h[col], "o-", label=method)
         te = int(g.true_edges.iloc[0])
         for ax, col in zip(axes, ("accuracy", "added edges", "lost edges")):
-            ax.set(xlabel="f", ylabel=col, title=f"{name} ({smp}, n={int(g.n.iloc[0])}, "
-                   f"phi={g.phi.iloc[0]:g}): {col}")
+            ax.set(xlabel="f", ylabel=col, title=col)
             ax.legend(fontsize=7)
+        fig.suptitle(f"{name}: correlation identification ({smp} data, n={int(g.n.iloc[0])}, "
+                     f"phi={g.phi.iloc[0]:g}, {te} true edges)")
         axes[2].axhline(te, color="grey", lw=0.8)
         axes[2].text(g.f.min(), te, f" true edges: {te}", fontsize=7, va="bottom")
         paths.append(runner.save_figure(fig, out / f"correlation_{name}_{smp}.png",
