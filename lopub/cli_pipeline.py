@@ -162,7 +162,12 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add fit, synthesize, query, graph and evaluate to the ``lopub`` parser."""
+    """Add fit, synthesize, query, graph and evaluate to the ``lopub`` parser.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4-6, Eq. 32.
+    """
     f = sub.add_parser("fit", help="reports -> dependency graph, junction tree, clique joints (model file)",
                        description="Estimate pairwise MI (Alg. 4, or Alg. 5 with --prune), build the junction tree and estimate the clique joints; write the model (lopub-model JSON).")
     f.add_argument("reports")

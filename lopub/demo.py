@@ -28,7 +28,12 @@ from .spec import CollectionSpec
 
 
 def run_demo(a: argparse.Namespace) -> dict:
-    """Run the demo with ``a.out``, ``a.n``, ``a.f``, ``a.seed``, ``a.quiet``; return the summary."""
+    """Run the demo with ``a.out``, ``a.n``, ``a.f``, ``a.seed``, ``a.quiet``; return the summary.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 1, Alg. 4, Alg. 6, Eq. 8, Eq. 32.
+    """
     from .datasets import embedded_model
     from .dependency import MarginalCache
     from .evaluate import average_tvd, correlation_identification

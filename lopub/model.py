@@ -99,6 +99,10 @@ class Model:
     meta : dict
     query_budget : int
         Largest table (cells) inference may build.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Sec. V-B and Alg. 6; Lauritzen & Spiegelhalter (1988).
     """
 
     domain: Domain

@@ -34,6 +34,10 @@ class ConsoleProgress:
     Call it as ``progress(stage, done, total)`` for pipeline stages; pass
     :meth:`em` to the estimator (``Estimator(progress=...)``) to show EM map
     evaluations of the joint being estimated.  Updates are throttled.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 1 and Alg. 4 (the long-running stages).
     """
 
     def __init__(self, stream=None, interval: float = 0.25) -> None:
@@ -67,7 +71,12 @@ class ConsoleProgress:
 
 
 def console_progress(stream=None) -> ConsoleProgress:
-    """A :class:`ConsoleProgress` writing to ``stream`` (stderr by default)."""
+    """A :class:`ConsoleProgress` writing to ``stream`` (stderr by default).
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 1 and Alg. 4.
+    """
     return ConsoleProgress(stream)
 
 
@@ -77,6 +86,10 @@ def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] 
 
     A ``progress`` with an ``em`` method (:class:`ConsoleProgress`) also
     receives the EM steps.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 1-3.
     """
     from .estimate import Estimator
 
@@ -231,6 +244,10 @@ def independence_model(estimator: Any, *, n: int | None = None) -> Model:
 
     Reuses the one-way marginals of ``estimator`` (pass the same
     :class:`MarginalCache` as :func:`fit` to avoid re-estimating).
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Sec. VII (baseline without correlations).
     """
     cache = estimator if isinstance(estimator, MarginalCache) else MarginalCache(estimator)
     dom: Domain = cache.domain

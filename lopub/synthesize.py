@@ -105,7 +105,12 @@ def synthesize(model: Model, n: int | None = None, *,
 
 
 def write_release(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write a release atomically: Parquet for ``.parquet``/``.pq``, CSV otherwise."""
+    """Write a release atomically: Parquet for ``.parquet``/``.pq``, CSV otherwise.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 6 (the synthetic release).
+    """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     suffix = Path(path).suffix.lower()

@@ -23,7 +23,12 @@ Progress = Callable[[str, int, int], None]
 
 
 def query_source(source: Any, attrs: Sequence[str]) -> Marginal:
-    """Ask ``source`` for the joint of ``attrs`` via ``.marginal`` or ``.project``."""
+    """Ask ``source`` for the joint of ``attrs`` via ``.marginal`` or ``.project``.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4 and Sec. V-B.
+    """
     for name in ("marginal", "project"):
         fn = getattr(source, name, None)
         if callable(fn):
@@ -51,6 +56,10 @@ class MarginalCache:
         How many times the source was actually asked (cache misses).
     seconds : float
         Time spent inside the source.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4 (pairwise joints) and Sec. V-B (clique joints).
     """
 
     def __init__(self, source: Any, domain=None) -> None:

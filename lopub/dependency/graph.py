@@ -23,7 +23,12 @@ from .mi import pairwise_mi
 
 
 def check_phi(phi: float) -> float:
-    """``phi`` must be a real number in (0, 1]."""
+    """``phi`` must be a real number in (0, 1].
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Eq. 26.
+    """
     if isinstance(phi, bool) or not isinstance(phi, numbers.Real):
         raise TypeError(f"phi ({phi!r}) must be a real number")
     if not 0.0 < float(phi) <= 1.0:
@@ -57,6 +62,10 @@ class DependencyGraph:
         Nodes = attributes; edge attributes ``mi`` and ``tau``.
     stats : dict
         pairs_computed, pairs_total, edges, pruning details.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4, Eq. 24, Eq. 26.
     """
 
     domain: Domain
@@ -97,14 +106,24 @@ class DependencyGraph:
 
 
 def sorted_edges(edges, domain: Domain) -> list[tuple[str, str]]:
-    """Edges normalized to domain order and sorted (stable output)."""
+    """Edges normalized to domain order and sorted (stable output).
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4.
+    """
     idx = {a: i for i, a in enumerate(domain.attrs)}
     return sorted((tuple(sorted(e, key=idx.__getitem__)) for e in edges),
                   key=lambda e: (idx[e[0]], idx[e[1]]))
 
 
 def threshold_matrix(domain: Domain, phi: float) -> np.ndarray:
-    """tau for every pair of attributes (Eq. 26); diagonal 0."""
+    """tau for every pair of attributes (Eq. 26); diagonal 0.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Eq. 26.
+    """
     s = np.asarray(domain.sizes) - 1
     t = np.minimum.outer(s, s) * check_phi(phi) ** 2 / 2.0
     np.fill_diagonal(t, 0.0)
@@ -113,7 +132,12 @@ def threshold_matrix(domain: Domain, phi: float) -> np.ndarray:
 
 def build_graph(domain: Domain, mi: np.ndarray, phi: float,
                 edges: Sequence[tuple[str, str]] | None = None) -> nx.Graph:
-    """Graph over all attributes with an edge where MI >= tau (or the given ``edges``)."""
+    """Graph over all attributes with an edge where MI >= tau (or the given ``edges``).
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4, Eq. 26.
+    """
     t = threshold_matrix(domain, phi)
     g = nx.Graph()
     g.add_nodes_from(domain.attrs)
