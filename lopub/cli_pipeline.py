@@ -100,9 +100,15 @@ def cmd_query(a: argparse.Namespace) -> None:
 def _plots(dg, tree, path: str) -> list[str]:
     from .plots import plot_graph, plot_mi
 
+    from .dependency.graph import rethreshold
+
     p = Path(path)
     mi_path = p.with_name(p.stem + "_mi" + (p.suffix or ".png"))
-    plot_graph(dg.graph, tree, p)
+    extra = []
+    if dg.stats.get("model_phi") is not None:
+        release = rethreshold(dg, dg.stats["model_phi"])
+        extra = [e for e in release.edges if not dg.graph.has_edge(*e)]
+    plot_graph(dg.graph, tree, p, extra_edges=extra)
     plot_mi(dg, mi_path)
     return [str(p), str(mi_path)]
 

@@ -199,6 +199,9 @@ class Model:
     def query(self, attrs: Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
         """Joint of ``attrs``, optionally conditioned on ``where = {attr: label}``.
 
+        A conditional answer's ``n`` is the estimated number of records that
+        match ``where`` (``n * P(where)``), so ``counts`` stay counts.
+
         References
         ----------
         Ren et al., IEEE TIFS 2018, Sec. V-B.
@@ -210,8 +213,10 @@ class Model:
             raise ValueError(f"attributes {both} are both queried (attrs) and conditioned on (where)")
         if not where:
             return self.project(attrs)
-        joint = self.project(attrs + list(where))
-        return joint.condition(where)
+        cond = self.project(attrs + list(where)).condition(where)
+        # counts of a conditional table refer to the records matching ``where``
+        n = None if self.n is None else int(round(self.n * cond.meta["condition_mass"]))
+        return Marginal(cond.domain, cond.values, n, cond.meta)
 
     def _infer(self, attrs: list[str]) -> np.ndarray:
         tree = self.tree.to_nx()

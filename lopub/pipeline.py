@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from .dependency import (MarginalCache, budgeted_junction_tree, dependency_graph,
                          pruned_dependency_graph)
-from .dependency.graph import DependencyGraph, check_phi
+from .dependency.graph import DependencyGraph, check_phi, rethreshold
 from .dependency.junction import JunctionTree, junction_tree
 from .domain import Domain
 from .model import Model
@@ -124,7 +124,7 @@ def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
     else:
         dg = dependency_graph(cache, phi, progress=progress)
     t1 = time.perf_counter()
-    base = dg.graph if model_phi is None else _rethreshold(dg, check_phi(model_phi))
+    base = dg.graph if model_phi is None else rethreshold(dg, check_phi(model_phi))
     jt, used, dropped = budgeted_junction_tree(base, cache.domain, clique_budget,
                                                heuristic=heuristic, warn=warn)
     t2 = time.perf_counter()
@@ -134,24 +134,6 @@ def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
         dg.stats["model_phi"] = model_phi
         dg.stats["model_edges"] = base.number_of_edges()
     return dg, jt, dropped, {"graph": t1 - t0, "junction_tree": t2 - t1}
-
-
-def _rethreshold(dg: DependencyGraph, model_phi: float):
-    """Graph of the computed MI at tau(model_phi); untested pairs keep dg's decision."""
-    import itertools
-
-    import numpy as np
-
-    from .dependency.graph import build_graph, threshold_matrix
-
-    t = threshold_matrix(dg.domain, model_phi)
-    attrs = dg.domain.attrs
-    edges = []
-    for i, j in itertools.combinations(range(len(attrs)), 2):
-        m = dg.mi[i, j]
-        if (np.isnan(m) and dg.graph.has_edge(attrs[i], attrs[j])) or (not np.isnan(m) and m >= t[i, j]):
-            edges.append((attrs[i], attrs[j]))
-    return build_graph(dg.domain, dg.mi, model_phi, edges=edges)
 
 
 def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: bool = False,

@@ -65,8 +65,11 @@ def plot_mi(dg: DependencyGraph, path: str | os.PathLike) -> None:
 
 
 def plot_graph(graph: nx.Graph, tree: JunctionTree, path: str | os.PathLike, *,
-               title: str = "Dependency graph") -> None:
+               title: str = "Dependency graph", extra_edges=()) -> None:
     """Dependency graph with cliques marked, and the junction tree.
+
+    ``extra_edges`` (dotted blue) are edges the release graph holds beyond
+    ``graph`` (``fit(model_phi=...)``).
 
     References
     ----------
@@ -87,12 +90,16 @@ def plot_graph(graph: nx.Graph, tree: JunctionTree, path: str | os.PathLike, *,
     nx.draw_networkx_edges(g, pos, ax=ax1, width=[0.6 + 0.5 * s for s in strength], edge_color="#444")
     nx.draw_networkx_edges(nx.Graph(list(tree.fill_edges)), pos, ax=ax1, style="dashed",
                            edge_color="#c33", width=1.0)
+    if extra_edges:
+        nx.draw_networkx_edges(nx.Graph(list(extra_edges)), pos, ax=ax1, style="dotted",
+                               edge_color="#36c", width=1.2)
     nx.draw_networkx_nodes(g, pos, ax=ax1, node_size=500,
                            node_color=[colors(home.get(a, 0) % 20) for a in g.nodes])
     nx.draw_networkx_labels(g, pos, ax=ax1, font_size=8)
     legend = "\n".join(f"C{k}: {', '.join(tree.cliques[i])}" for k, i in enumerate(tree.order))
     ax1.text(0.0, -0.02, legend, transform=ax1.transAxes, va="top", fontsize=7, family="monospace")
-    ax1.set_title(f"{title} ({g.number_of_edges()} edges, fill-in dashed)")
+    extra = f", {len(extra_edges)} release-only dotted" if extra_edges else ""
+    ax1.set_title(f"{title} ({g.number_of_edges()} edges{extra}, fill-in dashed)")
     ax1.axis("off")
     t = nx.DiGraph()
     label = {i: f"C{k}" for k, i in enumerate(tree.order)}

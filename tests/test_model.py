@@ -95,6 +95,7 @@ def test_labels_counts_and_where():
     q = model.query(["A", "D"], where={"B": "B1"})
     exact = full.project(["A", "D", "B"]).condition({"B": "B1"})
     np.testing.assert_allclose(q.values, exact.values, atol=1e-12)
+    assert q.n == round(5000 * full.project(["B"]).values[1])
     df = model.project(["A", "C"]).to_frame()
     assert list(df.columns) == ["A", "C", "p", "count"]
     assert set(df["A"]) == {"A0", "A1", "A2"}
