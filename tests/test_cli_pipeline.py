@@ -82,3 +82,17 @@ def test_demo_runs_whole_pipeline(tmp_path, capsys):
     assert summary["tvd_2way_synthetic"] < summary["tvd_2way_independent"]
     assert set(summary["seconds"]) >= {"encode", "fit", "synthesize"}
     assert capsys.readouterr().out == ""
+
+
+def test_fit_options_budget_and_model_phi(files, capsys):
+    assert main(["fit", str(files / "reports.parquet"), "--method", "moment", "--quiet",
+                 "--clique-budget", "2000", "--out", str(files / "small.json")]) == 0
+    out = capsys.readouterr().out
+    assert "over budget: dropped edge" in out and "budget 2000" in out
+    assert main(["fit", str(files / "reports.parquet"), "--method", "moment", "--quiet", "--json",
+                 "--model-phi", "0.3", "--out", str(files / "dense.json")]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["model_phi"] == 0.3 and rep["graph"]["model_edges"] >= rep["edges"]
+    assert main(["fit", str(files / "reports.parquet"), "--phi", "1.5", "--quiet",
+                 "--out", str(files / "bad.json")]) == 2
+    assert "phi (1.5) must be in (0, 1]" in capsys.readouterr().err

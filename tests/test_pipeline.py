@@ -123,3 +123,19 @@ def test_model_phi_keeps_reported_graph_and_adds_model_edges():
     for a, b in extra.edges:
         assert any(a in c and b in c for c in model.tree.cliques)
     assert len(src.asked) == len(set(src.asked))  # no pair estimated twice
+
+
+def test_single_attribute_and_independent_data_through_fit():
+    from lopub.dataset import Dataset
+    from lopub.domain import Domain
+
+    rng = np.random.default_rng(0)
+    one = Domain.from_categories({"x": ["a", "b", "c"]})
+    data = Dataset(rng.integers(0, 3, size=(500, 1)), one)
+    model, rep = fit(estimator=data, phi=0.4)
+    assert rep["edges"] == 0 and rep["cliques"] == [["x"]] and rep["pairs_total"] == 0
+    assert len(sample_codes(model, rng=0)) == 500
+    dom = Domain.from_categories({f"v{i}": ["0", "1", "2", "3"] for i in range(5)})
+    data = Dataset(rng.integers(0, 4, size=(20000, 5)), dom)
+    model, rep = fit(estimator=data, phi=0.2)
+    assert rep["edges"] == 0 and len(model.tree.roots) == 5
