@@ -66,25 +66,27 @@ class Marginal:
         return Marginal(self.domain.project(attrs), v, self.n, dict(self.meta))
 
     def condition(self, where: dict[str, str]) -> "Marginal":
-        """Slice at ``{attr: label}`` and renormalize (conditional distribution)."""
-        v = self.values
-        keep = []
-        for i, a in enumerate(self.attrs):
-            if a in where:
-                labels = self.domain.labels(a)
-                if where[a] not in labels:
-                    raise DomainError(f"attribute {a!r} has no category {where[a]!r}; expected one of {list(labels)}")
-        index = tuple(
-            self.domain.labels(a).index(where[a]) if a in where else slice(None) for a in self.attrs
-        )
+        """Slice at ``{attr: label}`` and renormalize (conditional distribution).
+
+        The result's ``n`` is the (estimated) number of records matching
+        ``where``, so its ``counts`` refer to those records; ``meta`` records
+        the condition and its probability mass.
+        """
+        for a, label in where.items():
+            if a not in self.attrs:
+                raise DomainError(f"where names attribute {a!r}, which is not in this table {list(self.attrs)}")
+            if label not in self.domain.labels(a):
+                raise DomainError(f"attribute {a!r} has no category {label!r}; expected one of {list(self.domain.labels(a))}")
         keep = [a for a in self.attrs if a not in where]
-        v = v[index]
-        total = v.sum()
         if not keep:
             raise ValueError("condition() needs at least one attribute left unconditioned")
+        index = tuple(self.domain.labels(a).index(where[a]) if a in where else slice(None) for a in self.attrs)
+        v = self.values[index]
+        total = float(v.sum())
         v = v / total if total > 0 else np.full(v.shape, 1.0 / v.size)
-        meta = dict(self.meta, condition=dict(where), condition_mass=float(total))
-        return Marginal(self.domain.project(keep), v, self.n, meta)
+        n = None if self.n is None else int(round(self.n * total))
+        meta = dict(self.meta, condition=dict(where), condition_mass=total)
+        return Marginal(self.domain.project(keep), v, n, meta)
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: one row per cell with the labels, ``p`` and (if n known) ``count``."""

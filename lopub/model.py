@@ -213,10 +213,7 @@ class Model:
             raise ValueError(f"attributes {both} are both queried (attrs) and conditioned on (where)")
         if not where:
             return self.project(attrs)
-        cond = self.project(attrs + list(where)).condition(where)
-        # counts of a conditional table refer to the records matching ``where``
-        n = None if self.n is None else int(round(self.n * cond.meta["condition_mass"]))
-        return Marginal(cond.domain, cond.values, n, cond.meta)
+        return self.project(attrs + list(where)).condition(where)
 
     def _infer(self, attrs: list[str]) -> np.ndarray:
         tree = self.tree.to_nx()

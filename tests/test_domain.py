@@ -104,3 +104,16 @@ def test_infer_domain_rules():
     np.testing.assert_allclose(counts, 0.25, atol=0.002)  # quantile bins split evenly
     with pytest.raises(DomainError, match="column 'nope'"):
         infer_domain(df, edges={"nope": [0, 1]})
+
+
+def test_condition_counts_refer_to_matching_records(domain):
+    codes = np.array([[0, 0, 0], [0, 1, 1], [1, 1, 2], [1, 2, 2]])
+    m = Dataset(codes, domain).project(["sex", "city"])
+    c = m.condition({"sex": "M"})
+    assert c.attrs == ("city",) and c.n == 2
+    np.testing.assert_allclose(c.values, [0, 0, 1])
+    np.testing.assert_allclose(c.counts, [0, 0, 2])
+    with pytest.raises(DomainError, match="where names attribute 'age'"):
+        m.condition({"age": "[0, 30)"})
+    with pytest.raises(DomainError, match="no category 'X'"):
+        m.condition({"sex": "X"})
