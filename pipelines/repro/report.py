@@ -261,6 +261,7 @@ def figures(res: Path) -> _Figures:
             w = g.loc[g.mean_accuracy.idxmin()]
             put(f"rfmin_{ds}", w.mean_accuracy)
             out[f"rfmin_at_{ds}"] = f"{w.release}, f = {w.f:g}"
+            put(f"rfworst_{ds}", g.worst_accuracy.min())
             b = g[g.release != "lasso"]
             if len(b):
                 w = b.loc[b.mean_accuracy.idxmin()]
