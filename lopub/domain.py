@@ -19,16 +19,15 @@ error, never silently clipped.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .errors import DomainError
+from .io import dump_json, load_json
 
 DOMAIN_FORMAT = "lopub-domain"
 DOMAIN_VERSION = 1
@@ -238,28 +237,9 @@ class Domain:
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
         """JSON text; also written atomically to ``path`` when given."""
-        text = json.dumps(self.to_dict(), indent=2)
-        if path is not None:
-            from .io import atomic_write_text
-
-            atomic_write_text(path, text + "\n")
-        return text
+        return dump_json(self.to_dict(), path)
 
     @classmethod
     def from_json(cls, source: str | os.PathLike) -> "Domain":
         """Load from a JSON file path or a JSON string."""
-        text = _read_text_or_path(source)
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DomainError(f"domain JSON does not parse: {exc}") from None
-        return cls.from_dict(obj)
-
-
-def _read_text_or_path(source: str | os.PathLike) -> str:
-    if isinstance(source, str) and source.lstrip().startswith("{"):
-        return source
-    p = Path(source)
-    if not p.exists():
-        raise FileNotFoundError(f"domain file {str(p)!r} does not exist")
-    return p.read_text(encoding="utf-8")
+        return cls.from_dict(load_json(source, DomainError, "domain"))

@@ -13,7 +13,6 @@ Eq. 8 (privacy).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -24,8 +23,9 @@ import numpy as np
 
 from . import privacy
 from ._util import check_int, check_open_unit
-from .domain import Domain, _read_text_or_path
+from .domain import Domain
 from .errors import SpecError
+from .io import dump_json, load_json
 
 SPEC_FORMAT = "lopub-spec"
 SPEC_VERSION = 1
@@ -241,20 +241,13 @@ class CollectionSpec:
             raise SpecError(f"spec JSON lacks the field {exc.args[0]!r}") from None
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2)
-        if path is not None:
-            from .io import atomic_write_text
-
-            atomic_write_text(path, text + "\n")
-        return text
+        """JSON text; also written atomically to ``path`` when given."""
+        return dump_json(self.to_dict(), path)
 
     @classmethod
     def from_json(cls, source: str | os.PathLike) -> "CollectionSpec":
-        try:
-            obj = json.loads(_read_text_or_path(source))
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"spec JSON does not parse: {exc}") from None
-        return cls.from_dict(obj)
+        """Load from a JSON file path or a JSON string."""
+        return cls.from_dict(load_json(source, SpecError, "spec"))
 
 
 def _per_attr(name: str, value: Any, d: int, default: list[int]) -> list[int]:
