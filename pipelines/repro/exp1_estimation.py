@@ -24,6 +24,7 @@ import sys
 import time
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
 
@@ -106,8 +107,10 @@ def plot(summary: pd.DataFrame, out, fs) -> list:
             axes[0, c].set(title=f"{name} k={k}, {smp} (n={int(h.n.iloc[0])}, {nsub} subsets)",
                            xlabel="f", ylabel="AVD (Eq. 32)")
             axes[1, c].set(xlabel="f", ylabel="seconds per marginal", yscale="log")
+            axes[1, c].yaxis.set_minor_formatter(NullFormatter())
             axes[0, c].legend(fontsize=7)
             axes[1, c].legend(fontsize=7)
+        fig.subplots_adjust(hspace=0.35)
         paths.append(runner.save_figure(fig, out / f"avd_time_{name}_k{k}.png",
                                         runner.privacy_caption([name], fs) + "\n" + PAPER_NOTE))
     return paths
