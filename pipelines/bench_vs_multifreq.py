@@ -7,8 +7,26 @@ variance rule).  Both sides use clip-and-renormalize (the reference's MI
 estimator), so MSE compares like with like.  The reference runs its client
 once per user (Python/numba loop) and its aggregators loop over users.
 
-    python pipelines/bench_vs_multifreq.py --n 100000 --k 20 --eps 1 --runs 3
-    python pipelines/bench_vs_multifreq.py --n 1000000 --k 100 --eps 1 --protocols olh --runs 1
+Times are collection + estimation, averaged over ``--runs``: wall clock
+(``time.perf_counter``) and CPU time of this process (``time.process_time``).
+On a shared machine the CPU time is the fairer figure; the speedup column
+uses it.
+
+``--ref-n 100000,200000`` runs the reference only on those prefixes of the
+data (lopub runs on the same prefixes too, for a like-for-like row), fits
+``time = a + b n`` through the reference's CPU times and prints the
+reference time at the full ``--n`` *extrapolated* from that line (marked
+``ref EXTRAPOLATED``); lopub is still measured at the full ``--n``.  Use it when the
+reference is too slow at full size (its OLH aggregation hashes every
+(user, value) pair in Python).
+
+The reference's unary clients are numba-jitted: numba keeps its own random
+state, which ``np.random.seed`` called from Python does not touch, so the
+script seeds both states (see ``_seed_reference``).
+
+    python pipelines/bench_vs_multifreq.py --n 100000 --k 20 --eps 1 --runs 5
+    python pipelines/bench_vs_multifreq.py --n 1000000 --k 100 --eps 1 --runs 3 --protocols l-grr,l-osue,allomfree
+    python pipelines/bench_vs_multifreq.py --n 1000000 --k 100 --eps 1 --runs 3 --protocols olh --ref-n 100000,200000
 """
 from __future__ import annotations
 
@@ -28,7 +46,9 @@ def lopub_run(name, values, k, eps, eps1, seed):
     proto = {"grr": lambda: GRR(eps, k), "oue": lambda: OUE(eps, k), "sue": lambda: SUE(eps, k),
              "olh": lambda: OLH(eps, k), "l-grr": lambda: LGRR(eps, eps1, k),
              "l-osue": lambda: LOSUE(eps, eps1, k),
-             "allomfree": lambda: Allomfree(eps, eps1, (k,)).protocols[0]}[name]()
+             "allomfree": lambda: Allomfree(eps, eps1, (k,))}[name]()
+    if name == "allomfree":  # the full scheme with one attribute (n_1 = n), like the reference's L-ADP
+        return clip_normalize(proto.estimate(proto.perturb(values.reshape(-1, 1), rng=seed))[0])
     return clip_normalize(proto.estimate(proto.perturb(values, rng=seed)))
 
 
@@ -43,6 +63,24 @@ class _XXHashShim:
         return self._m.xxh32(data, seed=int(seed) & 0xFFFFFFFF)
 
 
+_NUMBA_SEED = None
+
+
+def _seed_reference(seed):
+    """Seed NumPy's legacy global state and numba's separate one (jitted clients)."""
+    global _NUMBA_SEED
+    np.random.seed(seed)
+    if _NUMBA_SEED is None:
+        from numba import njit
+
+        @njit
+        def _numba_seed(s):
+            np.random.seed(s)
+
+        _NUMBA_SEED = _numba_seed
+    _NUMBA_SEED(seed)
+
+
 def reference_run(name, values, k, eps, eps1, seed):
     import xxhash
     from multi_freq_ldpy.long_freq_est import L_ADP, L_GRR, L_OSUE
@@ -50,7 +88,7 @@ def reference_run(name, values, k, eps, eps1, seed):
 
     LH.xxhash = _XXHashShim(xxhash)
 
-    np.random.seed(seed)  # the reference draws from NumPy's legacy global state
+    _seed_reference(seed)
     vals = [int(v) for v in values]
     if name == "grr":
         return R_GRR.GRR_Aggregator_MI([R_GRR.GRR_Client(v, k, eps) for v in vals], k, eps)
@@ -66,6 +104,27 @@ def reference_run(name, values, k, eps, eps1, seed):
     return L_ADP.L_ADP_Aggregator_MI([L_ADP.L_ADP_Client(v, k, eps, eps1) for v in vals], k, eps, eps1)
 
 
+def measure(fn, name, values, k, eps, eps1, runs, seed):
+    """Mean MSE (vs the empirical frequencies of ``values``), mean wall s, mean CPU s."""
+    f = np.bincount(values, minlength=k) / values.size
+    fn(name, values[:50], k, eps, eps1, 1)  # warm-up (numba JIT of the reference)
+    mses, walls, cpus = [], [], []
+    for r in range(runs):
+        w0, c0 = time.perf_counter(), time.process_time()
+        # perturbation seeds differ from the data seed (same stream would correlate them)
+        est = fn(name, values, k, eps, eps1, seed + 1000 + r)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+        mses.append(float(np.mean((np.asarray(est) - f) ** 2)))
+    return float(np.mean(mses)), float(np.mean(walls)), float(np.mean(cpus))
+
+
+def _row(label, lo, ref, note=""):
+    speed = ref[2] / lo[2] if lo[2] > 0 else float("nan")
+    print(f"{label:<20}{lo[0]:>11.3e}{ref[0]:>11.3e}{lo[1]:>9.3f}{lo[2]:>9.3f}"
+          f"{ref[1]:>10.3f}{ref[2]:>10.3f}{speed:>9.1f} {note}".rstrip(), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=100_000)
@@ -75,33 +134,51 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--protocols", default="grr,oue,sue,olh,l-grr,l-osue,allomfree")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ref-n", default="",
+                    help="comma-separated subsample sizes: time the reference only on these "
+                         "prefixes and extrapolate linearly to --n (clearly labelled)")
     ap.add_argument("--skip-reference", action="store_true")
     a = ap.parse_args()
     have_ref = importlib.util.find_spec("multi_freq_ldpy") is not None and not a.skip_reference
+    ref_ns = [int(x) for x in a.ref_n.split(",") if x.strip()]
+    if any(m > a.n for m in ref_ns):
+        ap.error("--ref-n sizes must be <= --n")
     rng = np.random.default_rng(a.seed)
     weights = 1 / np.arange(1, a.k + 1) ** 1.1
     values = rng.choice(a.k, size=a.n, p=weights / weights.sum())
-    f = np.bincount(values, minlength=a.k) / a.n
     eps1 = a.eps1_ratio * a.eps
-    print(f"n={a.n} k={a.k} eps={a.eps} eps_1={eps1:g} runs={a.runs} reference={'yes' if have_ref else 'not installed'}")
-    print(f"{'protocol':<10}{'lopub MSE':>12}{'ref MSE':>12}{'lopub s':>10}{'ref s':>10}{'speedup':>9}")
+    nan = (float("nan"),) * 3
+    print(f"n={a.n} k={a.k} eps={a.eps} eps_1={eps1:g} runs={a.runs} "
+          f"reference={'yes' if have_ref else 'not installed'}"
+          + (f" ref-n={ref_ns} (reference extrapolated to n)" if ref_ns and have_ref else ""))
+    print("times: mean seconds per run (collection + estimation); wall = perf_counter, "
+          "cpu = process_time; speedup = ref cpu / lopub cpu")
+    print(f"{'protocol':<20}{'lopub MSE':>11}{'ref MSE':>11}{'lo wall':>9}{'lo cpu':>9}"
+          f"{'ref wall':>10}{'ref cpu':>10}{'speedup':>9}")
     for name in a.protocols.split(","):
-        res = {}
-        for side, fn in (("lopub", lopub_run), ("ref", reference_run)):
-            if side == "ref" and not have_ref:
-                continue
-            fn(name, values[:50], a.k, a.eps, eps1, 1)  # warm-up (numba JIT of the reference)
-            mses, secs = [], []
-            for r in range(a.runs):
-                t0 = time.perf_counter()
-                # perturbation seeds differ from the data seed (same stream would correlate them)
-                est = fn(name, values, a.k, a.eps, eps1, a.seed + 1000 + r)
-                secs.append(time.perf_counter() - t0)
-                mses.append(float(np.mean((np.asarray(est) - f) ** 2)))
-            res[side] = (np.mean(mses), np.mean(secs))
-        ref = res.get("ref", (float("nan"), float("nan")))
-        print(f"{name:<10}{res['lopub'][0]:>12.3e}{ref[0]:>12.3e}{res['lopub'][1]:>10.3f}"
-              f"{ref[1]:>10.3f}{ref[1] / res['lopub'][1]:>9.1f}", flush=True)
+        lo = measure(lopub_run, name, values, a.k, a.eps, eps1, a.runs, a.seed)
+        if not have_ref:
+            _row(name, lo, nan)
+            continue
+        if not ref_ns:
+            _row(name, lo, measure(reference_run, name, values, a.k, a.eps, eps1, a.runs, a.seed))
+            continue
+        ref_cpu, ref_wall = [], []
+        for m in ref_ns:
+            sub = values[:m]
+            ref = measure(reference_run, name, sub, a.k, a.eps, eps1, a.runs, a.seed)
+            _row(f"{name} @n={m}", measure(lopub_run, name, sub, a.k, a.eps, eps1, a.runs, a.seed), ref)
+            ref_wall.append(ref[1])
+            ref_cpu.append(ref[2])
+            print(f"{'':<20}reference CPU per user: {1e6 * ref[2] / m:.2f} us", flush=True)
+        if len(ref_ns) >= 2:
+            bw, aw = np.polyfit(ref_ns, ref_wall, 1)
+            bc, ac = np.polyfit(ref_ns, ref_cpu, 1)
+        else:  # one point: proportional
+            aw, bw, ac, bc = 0.0, ref_wall[0] / ref_ns[0], 0.0, ref_cpu[0] / ref_ns[0]
+        print(f"{'':<20}reference fit cpu = {ac:.3f} + {1e6 * bc:.3f}e-6 n s", flush=True)
+        _row(f"{name} @n={a.n}", lo, (float("nan"), aw + bw * a.n, ac + bc * a.n),
+             "(ref EXTRAPOLATED, ref MSE not measured)")
 
 
 if __name__ == "__main__":
