@@ -51,7 +51,8 @@ def _commands(res: Path, exp: str) -> str:
     p = res / exp / "COMMANDS.txt"
     if not p.exists():
         return "*(no committed run)*"
-    return "Runs behind these numbers (from `COMMANDS.txt`):\n\n```\n" + p.read_text().strip() + "\n```"
+    return ("Runs behind these numbers (from `COMMANDS.txt`; a later line whose rows were all in the "
+            "log recomputed nothing and only redrew the plots):\n\n```\n" + p.read_text().strip() + "\n```")
 
 
 def privacy_section(res: Path) -> str:
