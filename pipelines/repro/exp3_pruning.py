@@ -68,6 +68,10 @@ def one_row(cache, name: str, smp: str, src: str, f: float, phi: float, rounding
             "pairs_without": full.stats["pairs_computed"], "deps_without": len(ef),
             "pairs_with": pr.stats["pairs_computed"], "deps_with": len(ep),
             "lost_by_pruning": len(ef - ep), "added_by_pruning": len(ep - ef),
+            "lost_edges": ";".join("-".join(e) for e in sorted(ef - ep)),
+            # attributes ranked after the first k (nonbinary: no pair touching them is tested;
+            # binary: no pair among them is tested)
+            "beyond_k": ";".join(pr.stats["ranking"][pr.stats["k"]:]),
             "paper_deps_without": paper_value(name, phi, "without"),
             "paper_deps_with": paper_value(name, phi, "with"),
             "paper_pairs_with": paper_value(name, phi, "pairs_with")}

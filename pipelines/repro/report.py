@@ -103,7 +103,7 @@ def exp1_section(res: Path, T) -> str:
         parts.append(f"#### {name}, k = {k}")
         for smp, gg in g.groupby("sampling", sort=False):
             sub = int(gg.subsets.min())
-            a = gg.assign(cell=[f"{m:.3f} ± {sd:.3f}" if not np.isnan(sd) else f"{m:.3f}"
+            a = gg.assign(cell=[f"{m:.4f} ± {sd:.4f}" if not np.isnan(sd) else f"{m:.4f}"
                                 for m, sd in zip(gg.avd_mean, gg.avd_std)])
             t = a.pivot(index="f", columns="method", values="cell").reset_index()
             parts.append(f"AVD, {smp} sampling (n = {int(gg.n.iloc[0])}, {sub} random attribute "
@@ -136,14 +136,17 @@ def exp3_section(res: Path, T) -> str:
     if df is None:
         return "*(not run)*"
     parts = [T.EXP3_INTRO]
-    for (name, src), g in df.groupby(["dataset", "source"], sort=False):
+    for (name, smp, src, f), g in df.groupby(["dataset", "sampling", "source", "f"], sort=False):
         cols = ["phi", "rounding", "deps_without", "deps_with", "pairs_with", "pairs_without",
                 "lost_by_pruning", "added_by_pruning"]
         if g.paper_deps_without.notna().any():
             cols += ["paper_deps_without", "paper_deps_with", "paper_pairs_with"]
+        if not (smp == "full" and src == "data"):
+            g = g[g.rounding == "ceil"]  # floor only for the reference table (pair counts)
         t = g.sort_values(["rounding", "phi"])[cols]
-        label = "MI of the true data" if src == "data" else f"MI of {src} estimates, f = {g.f.iloc[0]:g}"
-        parts.append(f"#### {name}: {label} (n = {int(g.n.iloc[0])})\n\n" + md_table(t.astype(object)))
+        label = "MI of the true data" if src == "data" else f"MI of {src} estimates, f = {f:g}"
+        parts.append(f"#### {name}, {smp} records (n = {int(g.n.iloc[0])}): {label}\n\n"
+                     + md_table(t.astype(object)))
     for name in df.dataset.unique():
         parts.append(_img(res, "exp3_pruning", f"pruning_{name}.png"))
     parts += [T.EXP3_DISCUSSION, _commands(res, "exp3_pruning")]
@@ -241,6 +244,15 @@ def figures(res: Path) -> _Figures:
             base = f"{r.dataset}_{r.sampling}_{r.source}_{int(round(r.f * 10))}_{int(round(r.phi * 10))}"
             out["deps_without_" + base] = str(r.deps_without)
             out["deps_with_" + base] = str(r.deps_with)
+        ref = p[(p.sampling == "full") & (p.source == "data")]
+        for ds, g in ref[ref.rounding == "ceil"].groupby("dataset"):
+            w = g.loc[g.lost_by_pruning.idxmax()]
+            out[f"maxlost_{ds}"], out[f"maxlost_phi_{ds}"] = str(w.lost_by_pruning), f"{w.phi:g}"
+            if "lost_edges" in g:
+                out[f"maxlost_edges_{ds}"] = str(w.lost_edges).replace(";", ", ")
+        for ds, g in ref.groupby("dataset"):
+            saved = g.pairs_without - g.pairs_with
+            out[f"saved_min_{ds}"], out[f"saved_max_{ds}"] = str(saved.min()), str(saved.max())
     c2 = _read(res, "exp2_correlation", "correlation.csv")
     if c2 is not None:
         for r in c2[c2.sampling == "full"].itertuples():
