@@ -279,6 +279,10 @@ def figures(res: Path) -> _Figures:
             put("acc_" + tag, g.mean_accuracy.mean())
             put("accmin_" + tag, g.mean_accuracy.min())
             put("worst_" + tag, g.worst_accuracy.min())
+        for r in c[(c.classifier == "rf") & (c.f > 0)].itertuples():
+            if str(r.fit_seconds) not in ("", "nan"):
+                put(f"fit4_{r.dataset}_{r.release.replace('+', '')}_{int(round(r.f * 10))}",
+                    float(r.fit_seconds), "{:.0f}")
         syn = c[(c.f > 0) & (c.release != "independent") & (c.classifier == "rf")]
         for ds, g in syn.groupby("dataset"):
             w = g.loc[g.mean_accuracy.idxmin()]
