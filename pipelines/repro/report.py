@@ -289,7 +289,7 @@ def figures(res: Path) -> _Figures:
             put(f"rfmin_{ds}", w.mean_accuracy)
             out[f"rfmin_at_{ds}"] = f"{w.release}, f = {w.f:g}"
             put(f"rfworst_{ds}", g.worst_accuracy.min())
-            b = g[g.release != "lasso"]
+            b = g[g.release.isin(["em", "lasso+em", "hybrid"])]
             if len(b):
                 w = b.loc[b.mean_accuracy.idxmin()]
                 put(f"rfmin_nolasso_{ds}", w.mean_accuracy)
