@@ -159,6 +159,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="f=0.5 only, 10 sets")
     ap.add_argument("--out", default="bench_estimators.csv", help="CSV of per-set rows")
     ap.add_argument("--support-z", type=float, default=None, help="hybrid: support_z option")
+    ap.add_argument("--stop-se", type=float, default=None,
+                    help="hybrid: stop_se option (stop EM at this fraction of the cells' standard errors)")
     ap.add_argument("--summarize", nargs="+", metavar="CSV", help="only print the table of these CSVs")
     a = ap.parse_args(argv)
     if a.summarize:
@@ -179,6 +181,8 @@ def main(argv=None) -> int:
         writer.writeheader()
         for f in fs:
             extra = {} if a.support_z is None else {"support_z": a.support_z}
+            if a.stop_se is not None:
+                extra["stop_se"] = a.stop_se
             rows += run_f(data, m, f, sets, methods, a.seed, writer, a.dataset, a.k, extra)
             fh.flush()
     print_table(rows)

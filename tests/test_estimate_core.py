@@ -279,3 +279,37 @@ def test_likelihood_has_no_underflow_at_m128_small_f():
     m = estimate(rep, list(dom.attrs), "em", max_iter=50)  # k = 5, 7776 cells
     assert np.all(np.isfinite(m.values)) and np.isfinite(m.meta["loglik"])
     assert m.meta["loglik"] < -500 * 5 * 128 * 0.02  # real log-likelihood scale, not rescaled
+
+
+def test_run_em_scaled_stop_bounds_distance_to_fixed_point():
+    """With ``scale`` the rule stops on the geometric estimate of the remaining distance."""
+    from lopub.estimate.em import run_em
+
+    target = np.array([0.5, 0.3, 0.2])
+    scale = np.array([0.01, 0.02, 0.01])
+
+    def step(p):  # linear contraction towards target, rate 0.9 (a slow EM)
+        return target + 0.9 * (p - target), 0.0
+
+    for accelerate in (False, True):
+        res = run_em(step, np.array([1 / 3, 1 / 3, 1 / 3]), tol=0.05, max_iter=10000,
+                     scale=scale, accelerate=accelerate)
+        assert res.converged
+        # a plain max-change rule at 0.05 SE would stop about 10x too early at rate 0.9
+        assert np.max(np.abs(res.p - target) / scale) <= 0.05 + 1e-12
+
+
+def test_hybrid_stop_se_close_to_em_with_fewer_iterations(small):
+    data, _, rep = small
+    attrs = ["a", "b", "c"]
+    em = estimate(rep, attrs, "em")
+    full = estimate(rep, attrs, "hybrid")
+    fast = estimate(rep, attrs, "hybrid", stop_se=0.03)
+    assert fast.meta["stop_rule"] == "max_change_se" and fast.meta["tol"] == 0.03
+    assert fast.meta["iterations"] < full.meta["iterations"]
+    truth = data.project(attrs).values
+    avd = lambda m: 0.5 * float(np.abs(m.values - truth).sum())  # noqa: E731
+    assert avd(fast) <= 1.05 * avd(em)
+    assert 0.5 * np.abs(fast.values - full.values).sum() < 0.25 * avd(em)
+    with pytest.raises(ValueError):
+        estimate(rep, attrs, "hybrid", stop_se=0.0)

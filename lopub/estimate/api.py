@@ -42,7 +42,8 @@ METHODS = ("em", "lasso", "moment", "hybrid", "hybrid-lasso")
 DEFAULT_BUDGET = 2 * 1024**3
 DEFAULT_MAX_ITER = {"em": 10000, "hybrid": 10000, "hybrid-lasso": 10000, "lasso": 10000, "moment": 20000}
 _OPTS = {"accelerate": True, "alpha": _lasso.DEFAULT_ALPHA, "design": "centered", "solver": "nnls",
-         "support": "moment", "threshold": 0.0, "support_z": 2.0, "mix": 0.05, "reuse_subsets": False}
+         "support": "moment", "threshold": 0.0, "support_z": 2.0, "mix": 0.05, "stop_se": None,
+         "reuse_subsets": False}
 
 
 class Estimator:
@@ -70,7 +71,9 @@ class Estimator:
     **opts
         accelerate (bool, SQUAREM, default True), alpha (Lasso penalty),
         design ("centered"/"raw") and solver ("nnls"/"ols") for moment,
-        support ("moment"/"lasso"), threshold and mix for hybrid,
+        support ("moment"/"lasso"), threshold, mix, support_z and stop_se for hybrid
+        (``stop_se``: stop EM when no supported cell changes by more than this
+        fraction of its moment-estimate standard error; default None = ``tol``),
         reuse_subsets (answer a subset of a cached joint by projection).
 
     Notes
@@ -113,6 +116,8 @@ class Estimator:
             raise ValueError(f"solver ({self.opts['solver']!r}) must be 'nnls' or 'ols'")
         if self.opts["support"] not in _hybrid.SUPPORTS:
             raise ValueError(f"support ({self.opts['support']!r}) must be one of {_hybrid.SUPPORTS}")
+        if self.opts["stop_se"] is not None:
+            self.opts["stop_se"] = check_positive("stop_se", self.opts["stop_se"])
         self._attr_cache: OrderedDict = OrderedDict()
         self._results: dict[tuple[str, ...], Marginal] = {}
 
@@ -224,12 +229,14 @@ class Estimator:
         per_user = 8 * 3 * (math.prod(sizes) // max(sizes) + max(sizes))
         return int(max(1024, min(self.reports.n, (self.memory_budget // 8) // per_user)))
 
-    def _em(self, attrs: Sequence[str], start: np.ndarray, **extra) -> tuple[np.ndarray, dict]:
+    def _em(self, attrs: Sequence[str], start: np.ndarray, *, tol: float | None = None,
+            scale: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
         liks = [self.likelihood(a) for a in attrs]
         data = KwayData([x.values for x in liks], self._chunk(attrs), self.memory_budget // 4)
-        return em_joint(data, start, offset=sum(x.offset for x in liks), tol=self.tol,
+        return em_joint(data, start, offset=sum(x.offset for x in liks),
+                        tol=self.tol if tol is None else tol,
                         max_iter=self.max_iter, stop_rule=self.stop_rule,
-                        accelerate=bool(self.opts["accelerate"]), progress=self.progress)
+                        accelerate=bool(self.opts["accelerate"]), progress=self.progress, scale=scale)
 
     def _fit_em(self, attrs: tuple[str, ...]) -> tuple[np.ndarray, dict]:
         p, meta = self._em(attrs, self._start(attrs))
@@ -261,9 +268,10 @@ class Estimator:
         self._attr_cache = other._attr_cache  # share per-attribute caches (same reports)
         return self
 
-    def _fit_moment(self, attrs: tuple[str, ...]) -> tuple[np.ndarray, dict]:
-        zs = [self.projected(a) for a in attrs]
-        p_ols = KwayData(zs, self._chunk(attrs), self.memory_budget // 4).moment()
+    def _fit_moment(self, attrs: tuple[str, ...], p_ols: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+        if p_ols is None:
+            zs = [self.projected(a) for a in attrs]
+            p_ols = KwayData(zs, self._chunk(attrs), self.memory_budget // 4).moment()
         meta = {"design": self.opts["design"], "solver": self.opts["solver"], "loglik": None}
         if self.opts["solver"] == "ols":
             return p_ols, {**meta, "iterations": 0, "converged": True}
@@ -277,27 +285,38 @@ class Estimator:
         p, meta = _lasso.lasso_joint(targets, blooms, alpha=float(self.opts["alpha"]), max_iter=self.max_iter)
         return p, {**meta, "loglik": None}
 
-    def _plausible(self, attrs: tuple[str, ...], z: float) -> np.ndarray:
-        """Cells whose unconstrained moment estimate is not ``z`` standard errors below 0."""
+    def _moment_se(self, attrs: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Unconstrained moment estimate and its per-cell standard error."""
         zs = [self.projected(a) for a in attrs]
         chunk = self._chunk(attrs)
         p_ols = KwayData(zs, chunk, self.memory_budget // 4).moment()
         second = KwayData([x * x for x in zs], chunk, self.memory_budget // 4).moment()
-        se = np.sqrt(np.maximum(second - p_ols**2, 0.0) / self.reports.n)
+        return p_ols, np.sqrt(np.maximum(second - p_ols**2, 0.0) / self.reports.n)
+
+    def _plausible(self, attrs: tuple[str, ...], z: float) -> np.ndarray:
+        """Cells whose unconstrained moment estimate is not ``z`` standard errors below 0."""
+        p_ols, se = self._moment_se(attrs)
         return p_ols > -z * se
 
     def _fit_hybrid(self, attrs: tuple[str, ...]) -> tuple[np.ndarray, dict]:
         t0 = time.perf_counter()
         support = "lasso" if self.method == "hybrid-lasso" else self.opts["support"]
-        fast, fmeta = self._fit_lasso(attrs) if support == "lasso" else self._fit_moment(attrs)
+        keep = p_ols = se = None
+        stop_se = self.opts["stop_se"]
+        if (support == "moment" and self.opts["support_z"] is not None) or stop_se is not None:
+            p_ols, se = self._moment_se(attrs)  # computed once, shared with the moment fit
+            if support == "moment" and self.opts["support_z"] is not None:
+                keep = p_ols > -float(self.opts["support_z"]) * se
+        fast, fmeta = self._fit_lasso(attrs) if support == "lasso" else self._fit_moment(attrs, p_ols)
         fast, _ = _post(fast, "clip")
-        keep = None
-        if support == "moment" and self.opts["support_z"] is not None:
-            keep = self._plausible(attrs, float(self.opts["support_z"]))
         mask, start = _hybrid.support_start(fast, threshold=float(self.opts["threshold"]),
                                             mix=float(self.opts["mix"]), keep=keep)
         fast_seconds = time.perf_counter() - t0
-        p, meta = self._em(attrs, start)
+        if stop_se is None:
+            p, meta = self._em(attrs, start)
+        else:
+            scale = np.maximum(se, 1e-12)
+            p, meta = self._em(attrs, start, tol=stop_se, scale=scale)
         meta.update(support_method=support, support_size=int(mask.sum()), cells=int(mask.size),
                     support_seconds=fast_seconds, support_iterations=fmeta["iterations"])
         return p, meta

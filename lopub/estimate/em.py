@@ -121,10 +121,24 @@ class EMResult:
     trace: list = field(default_factory=list)
 
 
-def _change(rule: str, old: np.ndarray, new: np.ndarray) -> float:
+def _change(rule: str, old: np.ndarray, new: np.ndarray, scale: np.ndarray | None = None) -> float:
     if rule == "paper":  # Alg. 1: |max P_t - max P_{t-1}|
         return abs(float(new.max()) - float(old.max()))
+    if scale is not None:  # largest cell change in units of the cell's standard error
+        return float(np.max(np.abs(new - old) / scale))
     return float(np.max(np.abs(new - old)))
+
+
+def _remaining(prev: float | None, cur: float) -> float:
+    """Geometric estimate of the distance to the fixed point, ``cur / (1 - rate)``.
+
+    ``rate = cur / prev`` is the contraction of two consecutive plain EM steps;
+    infinite when it cannot be estimated or is >= 1.
+    """
+    if prev is None or not prev > 0.0:
+        return math.inf
+    rate = cur / prev
+    return cur / (1.0 - rate) if rate < 1.0 else math.inf
 
 
 def run_em(
@@ -136,6 +150,7 @@ def run_em(
     stop_rule: str = "max_change",
     accelerate: bool = True,
     progress: Callable | None = None,
+    scale: np.ndarray | None = None,
 ) -> EMResult:
     """Iterate the EM map ``step`` from ``start`` until the change is <= ``tol``.
 
@@ -146,6 +161,12 @@ def run_em(
     at least that of the last plain EM iterate; so the log-likelihood of the
     accepted iterates never decreases and the fixed points are EM's.
     ``iterations`` counts EM-map evaluations.
+
+    With ``scale`` (positive, table shape; e.g. the cells' standard errors) the
+    ``"max_change"`` rule measures the largest cell change in units of
+    ``scale`` and stops when the estimated remaining distance to the fixed
+    point, ``change / (1 - rate)`` with ``rate`` the ratio of two consecutive
+    plain EM steps' changes, is <= ``tol`` (a fraction of a standard error).
 
     References
     ----------
@@ -162,17 +183,23 @@ def run_em(
         return out
 
     change = math.inf
+    prev = None  # with scale: the previous plain EM step's change (for the rate)
     while evals < max_iter:
         p1, ll0 = ev(p)
         trace.append(ll0)
-        change = _change(stop_rule, p, p1)
+        change = _change(stop_rule, p, p1, scale)
+        if scale is not None:
+            # after an extrapolation the previous step is not a plain EM step
+            prev, change = change, (math.inf if accelerate else _remaining(prev, change))
         if change <= tol or not accelerate or evals >= max_iter:
             p = p1
             if change <= tol:
                 return EMResult(p, evals, True, ll0, change, trace)
             continue
         p2, ll1 = ev(p1)
-        change = _change(stop_rule, p1, p2)
+        change = _change(stop_rule, p1, p2, scale)
+        if scale is not None:
+            change = _remaining(prev, change)
         if change <= tol or evals >= max_iter:
             return EMResult(p2, evals, change <= tol, ll1, change, trace)
         r, v = p1 - p, p2 - 2 * p1 + p
@@ -193,17 +220,18 @@ def uniform(shape: tuple[int, ...]) -> np.ndarray:
 
 
 def em_joint(data: KwayData, start: np.ndarray, *, offset: float, tol: float, max_iter: int,
-             stop_rule: str, accelerate: bool = True, progress=None) -> tuple[np.ndarray, dict]:
+             stop_rule: str, accelerate: bool = True, progress=None,
+             scale: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Fit the k-way joint by EM on ``data``; returns the table and its metadata."""
     t0 = time.perf_counter()
     res = run_em(data.estep, start, tol=tol, max_iter=max_iter, stop_rule=stop_rule,
-                 accelerate=accelerate, progress=progress)
+                 accelerate=accelerate, progress=progress, scale=scale)
     meta = {
         "iterations": res.iterations,
         "converged": res.converged,
         "loglik": res.loglik + offset,
         "final_change": res.change,
-        "stop_rule": stop_rule,
+        "stop_rule": stop_rule if scale is None else "max_change_se",
         "tol": tol,
         "accelerate": "squarem" if accelerate else None,
         "loglik_trace": [x + offset for x in res.trace],

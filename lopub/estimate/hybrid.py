@@ -13,6 +13,15 @@ supported cell starts at 0.
   the joint; cells are kept generously (a low threshold) because a cut cell
   can never come back.
 
+The support keeps nearly every cell at k = 2 on Adult (support_z = 2), and the
+dense E-step costs the same whatever the support, so the hybrid is faster than
+EM only through fewer E-steps.  Option ``stop_se`` (opt-in) stops EM when the
+estimated remaining distance to the fixed point (largest cell change over one
+EM step divided by 1 - the observed contraction rate) is below ``stop_se``
+standard errors of the moment estimate in every cell; started from the moment
+estimate this needs fewer E-steps than EM from uniform under the same rule
+(docs/bench_estimators.md has the measured AVD and speed).
+
 References
 ----------
 Ren et al., "LoPub", IEEE TIFS 2018, Alg. 3; ARCHITECTURE.md "Algorithm notes" 5.
