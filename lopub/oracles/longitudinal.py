@@ -32,7 +32,9 @@ from scipy.optimize import brentq
 
 from lopub._util import check_int, resolve_rng
 from lopub.oracles.base import (
+    UE_CHUNK_CELLS,
     SupportOracle,
+    bernoulli_select,
     check_domain_size,
     check_epsilon,
     check_values,
@@ -191,12 +193,41 @@ class LongitudinalUE(Longitudinal):
         return perturb_unary(values, self.k, self.p1, self.q1, resolve_rng(rng))
 
     def instant(self, permanent: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """Round 2: a 1-bit stays 1 w.p. ``p2``, a 0-bit becomes 1 w.p. ``q2``."""
+        """Round 2: a 1-bit stays 1 w.p. ``p2``, a 0-bit becomes 1 w.p. ``q2``.
+
+        Chunked over users with exact integer thresholds (see
+        :func:`~lopub.oracles.base.bernoulli_select`): besides the bool
+        ``(n, k)`` result, memory stays at a few MiB.
+        """
         bits = np.asarray(permanent)
         if bits.ndim != 2 or bits.shape[1] != self.k:
             raise ValueError(f"permanent (shape {bits.shape}) must have shape (n, {self.k})")
-        u = resolve_rng(rng).random(bits.shape)
-        return np.where(bits.astype(bool), u < self.p2, u < self.q2)
+        rng = resolve_rng(rng)
+        out = np.empty(bits.shape, dtype=bool)
+        step = max(1, UE_CHUNK_CELLS // self.k)
+        for start in range(0, bits.shape[0], step):  # chunks over users bound memory
+            bernoulli_select(bits[start:start + step], self.p2, self.q2, rng,
+                             out[start:start + step])
+        return out
+
+    def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """One report per user with a fresh (not memoized) permanent round.
+
+        Both rounds are drawn block by block of users, so the permanent
+        responses of all users are never held at once (same distribution as
+        ``instant(permanent(values))``).  Use
+        :class:`lopub.oracles.memo.DeviceClient` or
+        :class:`lopub.oracles.memo.MemoFleet` for repeated reports.
+        """
+        values = check_values(values, self.k)
+        rng = resolve_rng(rng)
+        n, k = values.shape[0], self.k
+        out = np.empty((n, k), dtype=bool)
+        step = max(1, UE_CHUNK_CELLS // k)
+        for start in range(0, n, step):  # chunks over users bound memory
+            perm = perturb_unary(values[start:start + step], k, self.p1, self.q1, rng)
+            bernoulli_select(perm, self.p2, self.q2, rng, out[start:start + step])
+        return out
 
     def aggregate(self, reports: Any) -> np.ndarray:
         """Support counts: number of reports with bit ``v`` set."""

@@ -33,7 +33,9 @@ import numpy as np
 
 from lopub._util import resolve_rng
 from lopub.oracles.base import (
+    UE_CHUNK_CELLS,
     SupportOracle,
+    bernoulli_select,
     check_domain_size,
     check_epsilon,
     check_values,
@@ -42,7 +44,6 @@ from lopub.oracles.base import (
 
 #: Mersenne prime of the universal hash family used by OLH/BLH.
 HASH_PRIME = (1 << 31) - 1
-_CHUNK_CELLS = 1 << 22  # users x values per vectorized block
 _CHUNK_USERS = 1 << 20  # users per block of OLH aggregation
 
 
@@ -143,19 +144,26 @@ class UnaryEncoding(SupportOracle):
 
 
 def perturb_unary(
-    values: np.ndarray, k: int, p: float, q: float, rng: np.random.Generator
+    values: np.ndarray, k: int, p: float, q: float, rng: np.random.Generator,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Bits of ``n`` users: own bit is 1 w.p. ``p``, others w.p. ``q`` (chunked)."""
+    """Bits of ``n`` users: own bit is 1 w.p. ``p``, others w.p. ``q``.
+
+    Chunked over users (:data:`~lopub.oracles.base.UE_CHUNK_CELLS` cells per
+    block) and drawn with exact integer thresholds by
+    :func:`~lopub.oracles.base.bernoulli_select`, so no ``n x k`` (nor
+    block-sized) float array is allocated.  ``out`` (C-contiguous bool
+    ``(n, k)``) receives the bits if given.
+    """
     n = values.shape[0]
-    out = np.empty((n, k), dtype=bool)
-    step = max(1, _CHUNK_CELLS // k)
+    if out is None:
+        out = np.empty((n, k), dtype=bool)
+    step = max(1, UE_CHUNK_CELLS // k)
     for start in range(0, n, step):  # chunks over users bound memory
         x = values[start:start + step]
-        u = rng.random((x.shape[0], k))
-        bits = u < q
-        rows = np.arange(x.shape[0])
-        bits[rows, x] = u[rows, x] < p
-        out[start:start + step] = bits
+        own = np.zeros((x.shape[0], k), dtype=bool)
+        own[np.arange(x.shape[0]), x] = True
+        bernoulli_select(own, p, q, rng, out[start:start + step])
     return out
 
 
