@@ -59,6 +59,11 @@ def cmd_schema(a: argparse.Namespace) -> None:
         edges[col] = [float(x) for x in spec.split(",")]
     cols = a.columns.split(",") if a.columns else None
     domain = infer_domain(df, bins=a.bins, edges=edges, max_categories=a.max_categories, columns=cols)
+    missing = {c: int(n) for c, n in df[list(domain.attrs)].isna().sum().items() if n}
+    if missing:  # not an error here: the schema is valid, but encoding these rows will fail
+        print("warning: missing values ignored when inferring categories ("
+              + ", ".join(f"{c}: {n}" for c, n in missing.items())
+              + "); drop or impute them before `lopub encode`", file=sys.stderr)
     if a.out:
         domain.to_json(a.out)
     sizes = dict(zip(domain.attrs, domain.sizes))

@@ -46,6 +46,18 @@ def test_schema_encode_inspect(csv, tmp_path, capsys):
     assert info["n"] == 300 and info["epsilon_per_record"] == pytest.approx(r.spec.epsilon)
 
 
+def test_schema_warns_about_missing_values_and_encode_refuses_them(tmp_path, capsys):
+    p = tmp_path / "gaps.csv"
+    pd.DataFrame({"a": ["x", "y", "x"], "b": ["u", None, "v"]}).to_csv(p, index=False)
+    dom = tmp_path / "domain.json"
+    assert main(["schema", str(p), "--out", str(dom)]) == 0
+    err = capsys.readouterr().err
+    assert "missing values" in err and "b: 1" in err and "a:" not in err
+    assert Domain.from_json(dom).labels("b") == ("u", "v")
+    assert main(["encode", str(p), "--domain", str(dom), "--f", "0.5", "--out", str(tmp_path / "r.parquet")]) == 2
+    assert "'b'" in capsys.readouterr().err and not (tmp_path / "r.parquet").exists()
+
+
 def test_encode_with_epsilon(csv, tmp_path, capsys):
     dom = tmp_path / "domain.json"
     main(["schema", str(csv), "--out", str(dom), "--max-categories", "10"])
