@@ -8,7 +8,11 @@ Methods (``METHODS``):
   marginals (the regressed counts are per-attribute sums), so its joint is a
   sparse table with about the right one-way marginals, not the joint.
 - ``"moment"``: non-negative least squares on the k-th order co-occurrences of
-  report bits (Kronecker design); fast and sees the joint.
+  report bits (Kronecker design); fast and sees the joint.  Option ``shrink``:
+  ``"js"`` (default) shrinks each interaction of the unconstrained estimate
+  towards the product of the one-way estimates by its own James-Stein factor
+  (after a chi-square test at level ``shrink_alpha``), ``"global"`` by one
+  pooled factor, ``"none"`` not at all (see :mod:`.moment`).
 - ``"hybrid"``: Alg. 3, EM on the support of a fast estimate; ``support``
   ``"moment"`` (default) or ``"lasso"`` (the paper's variant);
   ``"hybrid-lasso"`` is a shortcut for the latter.
@@ -43,7 +47,7 @@ DEFAULT_BUDGET = 2 * 1024**3
 DEFAULT_MAX_ITER = {"em": 10000, "hybrid": 10000, "hybrid-lasso": 10000, "lasso": 10000, "moment": 20000}
 _OPTS = {"accelerate": True, "alpha": _lasso.DEFAULT_ALPHA, "design": "centered", "solver": "nnls",
          "support": "moment", "threshold": 0.0, "support_z": 2.0, "mix": 0.05, "stop_se": None,
-         "reuse_subsets": False}
+         "reuse_subsets": False, "shrink": "js", "shrink_alpha": _moment.DEFAULT_SHRINK_ALPHA}
 
 
 class Estimator:
@@ -70,7 +74,14 @@ class Estimator:
     progress : callable(evaluations, max_iter) or None
     **opts
         accelerate (bool, SQUAREM, default True), alpha (Lasso penalty),
-        design ("centered"/"raw") and solver ("nnls"/"ols") for moment,
+        design ("centered"/"raw"), solver ("nnls"/"ols"), shrink ("js"/"global"/"none",
+        default "js") and shrink_alpha (level of the test an interaction must pass
+        to be kept, default 0.05) for moment; ``meta`` records ``shrink``,
+        ``shrink_factor`` (1 = no shrinkage, 0 = the independence product; for "js"
+        the mean of the per-interaction factors weighted by the interactions'
+        squared norms) and, for "js", ``shrink_alpha`` and ``shrink_factors``
+        (per interaction, attribute names joined by "*"); solver "ols" returns the
+        shrunk target without the simplex constraint,
         support ("moment"/"lasso"), threshold, mix, support_z and stop_se for hybrid
         (``stop_se``: stop EM when no supported cell changes by more than this
         fraction of its moment-estimate standard error; default None = ``tol``),
@@ -116,6 +127,12 @@ class Estimator:
             raise ValueError(f"solver ({self.opts['solver']!r}) must be 'nnls' or 'ols'")
         if self.opts["support"] not in _hybrid.SUPPORTS:
             raise ValueError(f"support ({self.opts['support']!r}) must be one of {_hybrid.SUPPORTS}")
+        if self.opts["shrink"] not in _moment.SHRINKS:
+            raise ValueError(f"shrink ({self.opts['shrink']!r}) must be one of {_moment.SHRINKS}")
+        alpha = self.opts["shrink_alpha"]
+        if (isinstance(alpha, bool) or not isinstance(alpha, (int, float))
+                or not (0.0 < float(alpha) <= 1.0)):
+            raise ValueError(f"shrink_alpha ({alpha!r}) must be a number in (0, 1]")
         if self.opts["stop_se"] is not None:
             self.opts["stop_se"] = check_positive("stop_se", self.opts["stop_se"])
         self._attr_cache: OrderedDict = OrderedDict()
@@ -147,6 +164,18 @@ class Estimator:
         design = self.opts["design"]
         return self._cached("z" + design, attr,
                             lambda: _moment.projected_bits(self.reports, attr, design=design))
+
+    def projected_stats(self, attr: str) -> dict:
+        """Mean, covariance trace and effective dimension of the projected bits (cached)."""
+        design = self.opts["design"]
+        return self._cached("zstat" + design, attr,
+                            lambda: _moment.attribute_moments(self.projected(attr)))
+
+    def centered(self, attr: str) -> np.ndarray:
+        """Centred projected bits of ``attr`` with a constant row, (|O| + 1, n) (cached)."""
+        design = self.opts["design"]
+        return self._cached("zc" + design, attr, lambda: _moment.augmented_central(
+            self.projected(attr), self.projected_stats(attr)["mean"]))
 
     def bit_shares(self, attr: str) -> np.ndarray:
         """Debiased bit shares of ``attr`` for the Lasso (cached)."""
@@ -189,6 +218,8 @@ class Estimator:
     def working_bytes(self, attrs: Sequence[str]) -> int:
         """Estimated peak bytes of one estimation of ``attrs`` (beyond the caches)."""
         sizes = [self.domain.size(a) for a in attrs]
+        if self.method == "moment" and self.opts["shrink"] == "js" and len(sizes) > 1:
+            sizes = [s + 1 for s in sizes]  # augmented central moments
         cells = math.prod(sizes)
         if self.method == "lasso" or (self.method == "hybrid-lasso"):
             bits = sum(self.reports.spec.m[self.domain.index(a)] for a in attrs)
@@ -268,16 +299,50 @@ class Estimator:
         self._attr_cache = other._attr_cache  # share per-attribute caches (same reports)
         return self
 
-    def _fit_moment(self, attrs: tuple[str, ...], p_ols: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
-        if p_ols is None:
-            zs = [self.projected(a) for a in attrs]
-            p_ols = KwayData(zs, self._chunk(attrs), self.memory_budget // 4).moment()
-        meta = {"design": self.opts["design"], "solver": self.opts["solver"], "loglik": None}
+    def _fit_moment(self, attrs: tuple[str, ...], p_ols: np.ndarray | None = None,
+                    shrink: str | None = None) -> tuple[np.ndarray, dict]:
+        shrink = self.opts["shrink"] if shrink is None else shrink
+        design = self.opts["design"]
+        meta = {"design": design, "solver": self.opts["solver"], "loglik": None, "shrink": shrink,
+                "shrink_factor": 1.0}
+        grams = [_moment.gram(self.reports, a, design) for a in attrs]
+        if shrink == "none" or len(attrs) == 1:
+            if p_ols is None:
+                zs = [self.projected(a) for a in attrs]
+                p_ols = KwayData(zs, self._chunk(attrs), self.memory_budget // 4).moment()
+            target = p_ols
+        else:
+            st = [self.projected_stats(a) for a in attrs]
+            ones = [self._one_way_fit(a, g) for a, g in zip(attrs, grams)]
+            if shrink == "global":
+                p_ols, se = self._moment_se(attrs)
+                ind = _moment.outer_product(ones)
+                dev = p_ols - ind
+                energy, noise = float(np.sum(dev * dev)), float(np.sum(se * se))
+                lam = max(0.0, 1.0 - noise / energy) if energy > 0 else 1.0
+                target = ind + lam * dev
+                meta["shrink_factor"] = lam
+            else:
+                moment = _moment.cross_moment([self.centered(a) for a in attrs])
+                alpha = float(self.opts["shrink_alpha"])
+                target, factors, overall = _moment.shrink_interactions(moment, st, ones, self.reports.n, alpha)
+                meta["shrink_factor"] = overall
+                meta["shrink_alpha"] = alpha
+                meta["shrink_factors"] = {"*".join(attrs[j] for j in S): lam for S, lam in factors.items()}
         if self.opts["solver"] == "ols":
-            return p_ols, {**meta, "iterations": 0, "converged": True}
-        grams = [_moment.gram(self.reports, a, self.opts["design"]) for a in attrs]
-        p, it, ok = _moment.nn_least_squares(p_ols, grams, tol=min(self.tol, 1e-8), max_iter=self.max_iter)
+            return target, {**meta, "iterations": 0, "converged": True}
+        p, it, ok = _moment.nn_least_squares(target, grams, tol=min(self.tol, 1e-8), max_iter=self.max_iter)
         return p, {**meta, "iterations": it, "converged": ok}
+
+    def _one_way_fit(self, attr: str, gram: np.ndarray) -> np.ndarray:
+        """Simplex-constrained moment estimate of one attribute's marginal (cached)."""
+        key = "q" + self.opts["design"]
+
+        def build() -> np.ndarray:
+            p, _, _ = _moment.nn_least_squares(self.projected_stats(attr)["mean"], [gram],
+                                               tol=min(self.tol, 1e-8), max_iter=self.max_iter)
+            return p
+        return self._cached(key, attr, build)
 
     def _fit_lasso(self, attrs: tuple[str, ...]) -> tuple[np.ndarray, dict]:
         targets = [self.bit_shares(a) for a in attrs]
@@ -307,7 +372,9 @@ class Estimator:
             p_ols, se = self._moment_se(attrs)  # computed once, shared with the moment fit
             if support == "moment" and self.opts["support_z"] is not None:
                 keep = p_ols > -float(self.opts["support_z"]) * se
-        fast, fmeta = self._fit_lasso(attrs) if support == "lasso" else self._fit_moment(attrs, p_ols)
+        # the moment start is unshrunk (shrink="none"), as before the shrink option existed
+        fast, fmeta = (self._fit_lasso(attrs) if support == "lasso"
+                       else self._fit_moment(attrs, p_ols, shrink="none"))
         fast, _ = _post(fast, "clip")
         mask, start = _hybrid.support_start(fast, threshold=float(self.opts["threshold"]),
                                             mix=float(self.opts["mix"]), keep=keep)
