@@ -85,7 +85,9 @@ def run_f(data, m: int, f: float, sets, methods, seed: int, writer, name: str, k
                 0.5 * np.abs(product([one_est[a] for a in s]) - truth[s]).sum()) for s in sets}
     summary = []
     for method in methods:
-        est = Estimator(rep, method, **(opts if method == "hybrid" else {}))
+        mopts = {k: v for k, v in opts.items() if k.startswith("shrink")}
+        hopts = {k: v for k, v in opts.items() if not k.startswith("shrink")}
+        est = Estimator(rep, method, **(hopts if method == "hybrid" else mopts if method == "moment" else {}))
         times, cpus, avds = [], [], []
         t_all = time.perf_counter()
         for s in sets:
@@ -161,6 +163,7 @@ def main(argv=None) -> int:
     ap.add_argument("--support-z", type=float, default=None, help="hybrid: support_z option")
     ap.add_argument("--stop-se", type=float, default=None,
                     help="hybrid: stop_se option (stop EM at this fraction of the cells' standard errors)")
+    ap.add_argument("--shrink", default=None, help="moment: shrink option (js, global or none; default js)")
     ap.add_argument("--summarize", nargs="+", metavar="CSV", help="only print the table of these CSVs")
     a = ap.parse_args(argv)
     if a.summarize:
@@ -183,6 +186,8 @@ def main(argv=None) -> int:
             extra = {} if a.support_z is None else {"support_z": a.support_z}
             if a.stop_se is not None:
                 extra["stop_se"] = a.stop_se
+            if a.shrink is not None:
+                extra["shrink"] = a.shrink
             rows += run_f(data, m, f, sets, methods, a.seed, writer, a.dataset, a.k, extra)
             fh.flush()
     print_table(rows)

@@ -89,10 +89,10 @@ def test_moment_recovers_joint_within_q_norm_bound(small):
     attrs = ["a", "b", "c"]
     truth = data.project(attrs).values
     var = ols_cell_variance(data, spec, attrs)
-    ols = estimate(rep, attrs, "moment", solver="ols", postprocess="none").values
+    ols = estimate(rep, attrs, "moment", solver="ols", shrink="none", postprocess="none").values
     # unconstrained estimator: each cell within 5 sd
     assert np.all(np.abs(ols - truth) <= 5 * np.sqrt(var))
-    nnls = estimate(rep, attrs, "moment").values
+    nnls = estimate(rep, attrs, "moment", shrink="none").values
     # projection onto the simplex in the Q metric is non-expansive in that metric:
     # |nnls - p|_2 <= sqrt(cond Q) |ols - p|_2, and |ols - p|_2^2 has mean sum(var);
     # 4 sqrt(sum var) bounds it with probability > 1 - 1e-4 (chi-square tail, df >= 1)
