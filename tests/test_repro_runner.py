@@ -84,3 +84,12 @@ def test_privacy_rows_follow_eq8():
 def test_unknown_method_is_named():
     with pytest.raises(ValueError, match="method"):
         runner.make_estimator(None, "nope")
+
+
+def test_privacy_record_accumulates_over_runs(tmp_path):
+    # A resumed run on one f must not drop the privacy rows of earlier runs.
+    runner.write_privacy(tmp_path, ["embedded"], [0.1, 0.5])
+    runner.write_privacy(tmp_path, ["embedded"], [0.9, 0.5])
+    df = pd.read_csv(tmp_path / "privacy.csv")
+    assert list(df.f) == [0.1, 0.5, 0.9]
+    assert (df.dataset == "embedded").all()

@@ -354,9 +354,17 @@ def privacy_caption(datasets: Iterable[str], fs: Iterable[float]) -> str:
 
 
 def write_privacy(out: Path, datasets: Iterable[str], fs: Iterable[float]) -> Path:
-    """Write ``privacy.csv`` beside an experiment's plots (atomically)."""
+    """Write ``privacy.csv`` beside an experiment's plots (atomically).
+
+    Rows of earlier runs into the same folder (other datasets or f) are kept: results
+    accumulate over resumed and partial runs, and so does their privacy record.
+    """
     df = pd.DataFrame(privacy_rows(datasets, fs))
     path = Path(out) / "privacy.csv"
+    if path.exists():
+        old = pd.read_csv(path)
+        df = pd.concat([old, df], ignore_index=True).drop_duplicates(["dataset", "f"], keep="last")
+        df = df.sort_values(["dataset", "f"], kind="stable").reset_index(drop=True)
     atomic_write_text(path, df.to_csv(index=False, float_format="%.6g"))
     return path
 
