@@ -39,6 +39,16 @@ def test_bernoulli_frequency(p):
     assert abs(both - p * p) < 5 * math.sqrt(var), f"seed {SEED}"
 
 
+@pytest.mark.parametrize("bitgen", [np.random.MT19937, np.random.PCG64, np.random.Philox, np.random.SFC64])
+def test_bernoulli_words_any_bit_generator(bitgen):
+    # MT19937's random_raw yields 32-bit words: every bit position must still be Bernoulli(p)
+    p, n_words = 0.25, 100_000
+    w = bernoulli_words(p, n_words, rng=np.random.Generator(bitgen(SEED)))
+    bits = np.unpackbits(w.view(np.uint8)).reshape(-1, 64)
+    sd = math.sqrt(p * (1 - p) / n_words)
+    assert np.abs(bits.mean(axis=0) - p).max() < 5 * sd, f"seed {SEED}, {bitgen.__name__}"
+
+
 def test_flip_frequencies_per_bit(spec):
     n = 40_000
     codes = np.column_stack([np.random.default_rng(SEED).integers(0, s, n) for s in spec.domain.sizes])

@@ -40,7 +40,13 @@ def bernoulli_words(p: float, size: int, *, rng: np.random.Generator | int | Non
     remaining digits are drawn only for the few words still undecided.
     """
     p = check_open_unit("p", p)
-    raw = resolve_rng(rng).bit_generator.random_raw
+    gen = resolve_rng(rng)
+
+    def raw(count: int) -> np.ndarray:
+        # 64 random bits per word from any bit generator (``bit_generator.random_raw``
+        # gives only 32 bits per word for MT19937: the top half would be constant)
+        return gen.integers(0, 1 << 64, size=count, dtype=np.uint64)
+
     result = np.zeros(size, dtype=np.uint64)
     undecided = np.full(size, _ONES, dtype=np.uint64)
     where = None  # indices of the words still processed (None = all)
