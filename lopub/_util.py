@@ -55,3 +55,16 @@ def check_int(name: str, value: int, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{name} ({value}) must be an integer >= {minimum}")
     return value
+
+
+def seed_arg(text: str) -> int:
+    """argparse type of ``--seed``: a non-negative integer."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed ({text!r}) must be a non-negative integer")
+    return value

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from . import __version__, privacy
+from ._util import seed_arg
 from .dataset import Dataset, infer_domain
 from .domain import Domain
 from .errors import BudgetError
@@ -56,7 +57,10 @@ def cmd_schema(a: argparse.Namespace) -> None:
         col, _, spec = item.partition("=")
         if not spec:
             raise ValueError(f"--edges {item!r} must look like column=e0,e1,e2")
-        edges[col] = [float(x) for x in spec.split(",")]
+        try:
+            edges[col] = [float(x) for x in spec.split(",")]
+        except ValueError:
+            raise ValueError(f"--edges {item!r}: the edges must be numbers, like column=e0,e1,e2") from None
     cols = a.columns.split(",") if a.columns else None
     domain = infer_domain(df, bins=a.bins, edges=edges, max_categories=a.max_categories, columns=cols)
     missing = {c: int(n) for c, n in df[list(domain.attrs)].isna().sum().items() if n}
@@ -76,7 +80,7 @@ def cmd_schema(a: argparse.Namespace) -> None:
 def build_spec(domain: Domain, a: argparse.Namespace) -> CollectionSpec:
     return CollectionSpec.from_domain(
         domain, f=a.f, epsilon=a.epsilon, m=a.m, h=a.h, fp_rate=a.fp_rate,
-        **({"key": a.key} if a.key else {}),
+        **({"key": a.key} if a.key is not None else {}),
     )
 
 
@@ -98,7 +102,7 @@ def cmd_privacy(a: argparse.Namespace) -> None:
     if a.f is not None:
         per_attr = privacy.epsilon_per_attribute(a.f, a.h)
         out = {"f": a.f, "h": a.h, "d": a.d, "epsilon_per_attribute": per_attr,
-               "epsilon_per_record": per_attr * a.d}
+               "epsilon_per_record": privacy.epsilon_per_record(a.f, a.h, a.d)}
     else:
         f = privacy.f_for_epsilon(a.epsilon, a.h, a.d)
         out = {"epsilon_per_record": a.epsilon, "h": a.h, "d": a.d, "f": f,
@@ -150,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("csv")
     e.add_argument("--domain", required=True, help="domain JSON (the public schema)")
     e.add_argument("--out", required=True, help="reports file to write (Parquet, lopub-reports v1)")
-    e.add_argument("--seed", type=int, help="seed for simulation; omitted = OS entropy")
+    e.add_argument("--seed", type=seed_arg, help="seed for simulation; omitted = OS entropy")
     e.add_argument("--json", action="store_true")
     add_spec_options(e)
     e.set_defaults(func=cmd_encode)
@@ -172,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="lopub-demo", help="output folder (default ./lopub-demo)")
     d.add_argument("--n", type=int, default=20000, help="records to generate (default 20000)")
     d.add_argument("--f", type=float, default=0.5, help="flip probability (default 0.5)")
-    d.add_argument("--seed", type=int, default=0, help="seed of the simulation (default 0)")
+    d.add_argument("--seed", type=seed_arg, default=0, help="seed of the simulation (default 0)")
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=cmd_demo)
 
@@ -187,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.func(args)
-    except (ValueError, TypeError, FileNotFoundError, BudgetError, KeyError) as exc:
+    except (ValueError, TypeError, OSError, BudgetError, KeyError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"lopub {args.command}: error: {msg}", file=sys.stderr)
         return 2

@@ -70,6 +70,8 @@ class Dataset:
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+        if not isinstance(domain, Domain):
+            raise TypeError(f"domain must be a lopub Domain, got {type(domain).__name__}")
         missing = [a for a in domain.attrs if a not in df.columns]
         if missing:
             raise DomainError(f"missing columns {missing}; the data has {list(df.columns)}")
@@ -122,12 +124,51 @@ def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
     labels = col.astype(str).str.strip()
     codes = pd.Index(list(attr.categories)).get_indexer(labels)
     if (codes < 0).any():
+        codes = _match_numeric_labels(labels, codes, attr.categories)
+    if (codes < 0).any():
         unknown = sorted(set(labels[codes < 0]))[:5]
         raise DomainError(
             f"attribute {attr.name!r}: unknown categor{'y' if len(unknown) == 1 else 'ies'} "
             f"{unknown}; expected one of {list(attr.categories)[:50]}"
         )
     return codes
+
+
+def _numeric_key(label: str) -> float | None:
+    """The number a label spells ("1", "1.0", " 1e0" -> 1.0), None if it is not numeric."""
+    try:
+        value = float(label)
+    except ValueError:
+        return None
+    return value if np.isfinite(value) else None
+
+
+def _match_numeric_labels(labels: pd.Series, codes: np.ndarray, categories: Sequence[str]) -> np.ndarray:
+    """Codes for labels that differ from a category only in how a number is written.
+
+    A CSV integer column with a missing value is read as floats ("1.0"); the
+    same column without it as integers ("1").  Such labels match the category
+    spelling the same number when exactly one category does.
+    """
+    by_number: dict[float, int] = {}
+    for i, c in enumerate(categories):  # loop over categories, not records
+        key = _numeric_key(c)
+        if key is not None:
+            by_number[key] = -1 if key in by_number else i  # -1: ambiguous
+    if not by_number:
+        return codes
+    missing = codes < 0
+    lookup = {lab: by_number.get(_numeric_key(lab), -1) for lab in pd.unique(labels[missing])}
+    out = codes.copy()
+    out[missing] = labels[missing].map(lookup).to_numpy()
+    return out
+
+
+def _category_label(value: object) -> str:
+    """A category label: integral floats are written as integers (1.0 -> "1")."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
 
 
 def infer_domain(
@@ -164,7 +205,7 @@ def infer_domain(
             b = Binning(tuple(edges[c])) if c in edges else Binning.quantile(col.to_numpy(float), bins)
             attrs.append(Attribute(str(c), b.labels, b))
         else:
-            labels = sorted({str(v).strip() for v in col.unique()}, key=_natural_key)
+            labels = sorted({_category_label(v) for v in col.unique()}, key=_natural_key)
             attrs.append(Attribute(str(c), tuple(labels)))
     return Domain(tuple(attrs))
 

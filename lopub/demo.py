@@ -22,6 +22,7 @@ import json
 import time
 from pathlib import Path
 
+from ._util import check_int, check_open_unit
 from .client import encode
 from .io import atomic_write_text
 from .spec import CollectionSpec
@@ -41,6 +42,8 @@ def run_demo(a: argparse.Namespace) -> dict:
     from .plots import plot_graph, plot_mi
     from .synthesize import sample_codes, write_release
 
+    check_open_unit("f", a.f)  # bad parameters fail before anything is written
+    check_int("n", a.n, 1)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     say = (lambda *x: None) if a.quiet else print

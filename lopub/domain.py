@@ -11,7 +11,7 @@ JSON format (``"format": "lopub-domain"``, ``"version": 1``)::
      "attributes": [
         {"name": "sex", "categories": ["Female", "Male"]},
         {"name": "age", "categories": ["[17, 25)", ...],
-         "binning": {"edges": [17, 25, ...], "right": false}}]}
+         "binning": {"edges": [17, 25, ...]}}]}
 
 Binning rule: a numeric value x falls in bin i when ``edges[i] <= x < edges[i+1]``
 (the last bin also takes ``x == edges[-1]``); values outside the edges are an
@@ -230,9 +230,15 @@ class Domain:
         for i, a in enumerate(attrs):
             if not isinstance(a, dict) or "name" not in a or "categories" not in a:
                 raise DomainError(f"domain JSON: attribute #{i} needs \"name\" and \"categories\"")
-            b = a.get("binning")
+            cats, b = a["categories"], a.get("binning")
+            if not isinstance(cats, list):
+                raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"categories\" must be "
+                                  f"a list of labels, got {type(cats).__name__}")
+            if b is not None and not (isinstance(b, dict) and isinstance(b.get("edges"), list)):
+                raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"binning\" must be "
+                                  f"{{\"edges\": [e0, e1, ...]}}, got {b!r}")
             binning = Binning(tuple(b["edges"])) if b else None
-            out.append(Attribute(a["name"], tuple(a["categories"]), binning))
+            out.append(Attribute(a["name"], tuple(cats), binning))
         return cls(tuple(out))
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:

@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 
+def _umask() -> int:
+    """The process umask (read by setting it and restoring it at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename onto ``path`` on success."""
@@ -25,6 +32,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             os.fsync(fh.fileno())
+        # mkstemp creates 0600; a published file gets the mode a plain open() would give
+        # (that of the file it replaces, else 0666 minus the umask)
+        os.chmod(tmp_path, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
         os.replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

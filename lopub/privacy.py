@@ -35,7 +35,12 @@ def f_for_epsilon(epsilon: float, h: int | Sequence[int], d: int | None = None) 
     """Flip probability giving a per-record budget ``epsilon``: f = 2 / (1 + e^(eps / (2 sum_j h_j)))."""
     epsilon = check_positive("epsilon", epsilon)
     total_h = sum(_hs(h, d))
-    return 2.0 / (1.0 + math.exp(epsilon / (2.0 * total_h)))
+    x = epsilon / (2.0 * total_h)
+    if x > 700.0:  # e^x overflows a float and f underflows to 0
+        raise ValueError(f"epsilon ({epsilon:g}) is too large for {total_h} hash functions in all: "
+                         f"f = 2/(1 + e^(eps/(2 sum h))) would be below 1e-304; the largest "
+                         f"usable epsilon is {1400.0 * total_h:g}")
+    return 2.0 / (1.0 + math.exp(x))
 
 
 def _hs(h: int | Sequence[int], d: int | None) -> list[int]:

@@ -125,7 +125,7 @@ class Reports:
         packed = np.empty((n, file_spec.packed_bytes), dtype=np.uint8)
         pos = 0
         for batch in pf.iter_batches(batch_size=ROW_GROUP, columns=["report"]):
-            chunk = _batch_to_numpy(batch, file_spec.packed_bytes)
+            chunk = _checked(_batch_to_numpy(batch, file_spec.packed_bytes), batch, file_spec, path, pos)
             packed[pos: pos + len(chunk)] = chunk
             pos += len(chunk)
         if pos != n:
@@ -138,12 +138,16 @@ class Reports:
     ) -> Iterator["Reports"]:
         """Stream a reports file in batches of at most ``chunk_size`` users."""
         pf, file_spec, _ = _open(path, spec)
+        pos = 0
         for batch in pf.iter_batches(batch_size=check_int("chunk_size", chunk_size, 1), columns=["report"]):
-            yield cls(file_spec, _batch_to_numpy(batch, file_spec.packed_bytes))
+            yield cls(file_spec, _checked(_batch_to_numpy(batch, file_spec.packed_bytes), batch, file_spec, path, pos))
+            pos += batch.num_rows
 
 
 def _open(path, expected: CollectionSpec | None):
     name = os.fspath(path)
+    if expected is not None and not isinstance(expected, CollectionSpec):
+        raise TypeError(f"spec must be a CollectionSpec or None, got {type(expected).__name__}")
     if not os.path.exists(name):
         raise FileNotFoundError(f"reports file {name!r} does not exist")
     try:
@@ -161,7 +165,7 @@ def _open(path, expected: CollectionSpec | None):
     try:
         spec = CollectionSpec.from_dict(json.loads(meta["lopub.spec"]))
         n = int(meta["lopub.n"])
-    except (KeyError, ValueError, json.JSONDecodeError) as exc:
+    except (KeyError, ValueError, TypeError, json.JSONDecodeError) as exc:
         raise ReportsFormatError(f"{name}: invalid spec or count in metadata: {exc}") from None
     if expected is not None and spec != expected:
         raise ReportsFormatError(f"{name}: reports were collected under a different spec than the one given")
@@ -181,3 +185,19 @@ def _batch_to_numpy(batch: pa.RecordBatch, width: int) -> np.ndarray:
     buf = col.buffers()[1]
     flat = np.frombuffer(buf, dtype=np.uint8)[col.offset * width: (col.offset + len(col)) * width]
     return flat.reshape(len(col), width).copy()
+
+
+def _checked(packed: np.ndarray, batch: pa.RecordBatch, spec: CollectionSpec, path, start: int) -> np.ndarray:
+    """Reject missing reports (nulls) and set padding bits in one batch of a file."""
+    name = os.fspath(path)
+    nulls = batch.column(0).null_count
+    if nulls:
+        raise ReportsFormatError(f"{name}: {nulls} missing (null) report(s) among users "
+                                 f"{start}..{start + batch.num_rows - 1}")
+    rem = spec.total_bits % 8
+    if rem and len(packed):
+        bad = np.flatnonzero(packed[:, -1] & np.uint8(0xFF >> rem))
+        if bad.size:
+            raise ReportsFormatError(f"{name}: report of user {start + int(bad[0])} has padding bits set "
+                                     f"past bit {spec.total_bits} (corrupted or another format)")
+    return packed

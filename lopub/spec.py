@@ -103,6 +103,9 @@ class CollectionSpec:
         object.__setattr__(self, "f", check_open_unit("f", self.f))
         if not isinstance(self.key, str) or not self.key:
             raise SpecError(f"key ({self.key!r}) must be a non-empty string")
+        if len(self.key.encode("utf-8")) > 64:
+            raise SpecError(f"key ({len(self.key.encode('utf-8'))} bytes in UTF-8) must be at most "
+                            "64 bytes (the BLAKE2b key size)")
         if self.version != SPEC_VERSION:
             raise SpecError(f"spec version {self.version!r} is not supported (expected {SPEC_VERSION})")
         for a, mj, hj in zip(self.domain.attrs, m, h):
@@ -140,6 +143,10 @@ class CollectionSpec:
         A salt index per attribute is re-derived (0, 1, 2, ...) until no two
         values of the attribute share a Bloom filter.
         """
+        if not isinstance(domain, Domain):
+            raise TypeError(f"domain must be a lopub Domain, got {type(domain).__name__}")
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a string, got {type(key).__name__}")
         if (f is None) == (epsilon is None):
             raise SpecError("give exactly one of f or epsilon")
         d = len(domain)
