@@ -93,3 +93,15 @@ def test_privacy_record_accumulates_over_runs(tmp_path):
     df = pd.read_csv(tmp_path / "privacy.csv")
     assert list(df.f) == [0.1, 0.5, 0.9]
     assert (df.dataset == "embedded").all()
+
+
+def test_log_drop_removes_only_matching_rows(tmp_path):
+    log = runner.ResultLog(tmp_path / "log.csv", ["method", "f"])
+    for m in ("em", "moment"):
+        for f in (0.1, 0.5):
+            log.append({"method": m, "f": f, "avd": 1.0})
+    assert log.drop(method=["moment"], f=[0.5]) == 1
+    assert log.done(method="moment", f=0.1) and not log.done(method="moment", f=0.5)
+    again = runner.ResultLog(tmp_path / "log.csv", ["method", "f"])
+    assert sorted(map(tuple, again.frame()[["method", "f"]].values.tolist())) == [
+        ("em", 0.1), ("em", 0.5), ("moment", 0.1)]

@@ -102,11 +102,11 @@ def plot(summary: pd.DataFrame, out, fs) -> list:
                 mm = mm.sort_values("f")
                 axes[0, c].errorbar(mm.f, mm.avd_mean, yerr=mm.avd_std, marker="o", capsize=3,
                                     label=method)
-                axes[1, c].plot(mm.f, mm.seconds_mean, "o-", label=method)
+                axes[1, c].plot(mm.f, mm.seconds_median, "o-", label=method)
             nsub = int(h.subsets.min())
             axes[0, c].set(title=f"{name} k={k}, {smp} (n={int(h.n.iloc[0])}, {nsub} subsets)",
                            xlabel="f", ylabel="AVD (Eq. 32)")
-            axes[1, c].set(xlabel="f", ylabel="seconds per marginal", yscale="log")
+            axes[1, c].set(xlabel="f", ylabel="median seconds per marginal", yscale="log")
             axes[1, c].yaxis.set_minor_formatter(NullFormatter())
             axes[0, c].legend(fontsize=7)
             axes[1, c].legend(fontsize=7)
@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     fs = runner.resolve_fs(args)
     runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
     log = runner.ResultLog(args.out / "estimation.csv", KEY, fresh=args.fresh)
+    if args.redo:
+        log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     ks = {n: tuple(args.ks or runner.DATA[n].ks) for n in args.datasets}
     total = sum(len(ks[n]) * count * len(args.methods) * len(fs) * len(samplings) for n in args.datasets)
     prog = runner.Progress(total, NAME)

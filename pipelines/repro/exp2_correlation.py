@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
     runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
     log = runner.ResultLog(args.out / "correlation.csv", KEY, fresh=args.fresh)
+    if args.redo:
+        log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods), NAME)
     for name in args.datasets:
         phi = args.phi or runner.DATA[name].phi

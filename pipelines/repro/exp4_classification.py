@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     methods = list(args.methods)[:2] if args.quick else list(args.methods)
     runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
     log = runner.ResultLog(args.out / "classification.csv", KEY, fresh=args.fresh)
+    if args.redo:  # the method releases only; baselines and the independence release stay
+        log.drop(dataset=args.datasets, f=fs, release=methods)
     prog = runner.Progress(len(args.datasets) * (len(fs) * (len(methods) + 1) + 3), NAME)
     for name in args.datasets:
         tr, te = runner.train_test(name, rows=args.rows, seed=args.seed)

@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     prunes = [x == "yes" for x in args.prune]
     runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
     log = runner.ResultLog(args.out / "pipeline_time.csv", KEY, fresh=args.fresh)
+    if args.redo:
+        log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods, prune=prunes)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods) * len(prunes),
                            NAME)
     for name in args.datasets:

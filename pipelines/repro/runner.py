@@ -43,6 +43,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+# Imported here so that no timed estimator call pays for loading scikit-learn (~2 s; the
+# paper's Lasso imports it lazily and its first call would otherwise look 100x slower).
+import sklearn.linear_model  # noqa: E402,F401
+
 from lopub.dataset import Dataset  # noqa: E402
 from lopub.io import atomic_path, atomic_write_text  # noqa: E402
 from lopub.spec import CollectionSpec  # noqa: E402
@@ -103,6 +107,9 @@ def base_parser(name: str, description: str, *, methods: Sequence[str] = (),
     p.add_argument("--rows", type=int, default=None,
                    help="use a seeded random sample of this many records (tests / smoke runs)")
     p.add_argument("--fresh", action="store_true", help="discard the existing log and start over")
+    p.add_argument("--redo", action="store_true",
+                   help="recompute the rows of this run's datasets, f and methods that are already "
+                        "in the log (e.g. after an estimator changed); other rows are kept")
     p.add_argument("--no-plot", action="store_true", help="only write the CSV log")
     return p
 
@@ -164,6 +171,23 @@ class ResultLog:
                 csv.writer(fh).writerows([self.columns] + good)
         pos = [self.columns.index(k) for k in self.key]
         self._done = {tuple(r[i] for i in pos) for r in good}
+
+    def drop(self, **where: Iterable[Any]) -> int:
+        """Remove the rows whose columns take one of the given values; returns how many.
+
+        ``log.drop(method=["moment"], f=[0.5, 0.9])`` drops the moment rows at those f.
+        The file is rewritten atomically.
+        """
+        if self.columns is None:
+            return 0
+        with open(self.path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))[1:]
+        pos = {self.columns.index(c): {_fmt(v) for v in vals} for c, vals in where.items()}
+        keep = [r for r in rows if not all(r[i] in vals for i, vals in pos.items())]
+        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows([self.columns] + keep)
+        self._reload()
+        return len(rows) - len(keep)
 
     def done(self, **cfg: Any) -> bool:
         """True when the configuration ``cfg`` (all key columns) is already logged."""
