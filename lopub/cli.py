@@ -11,6 +11,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from typing import Any, Sequence
 
@@ -191,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.func(args)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+    except BrokenPipeError:  # output piped into e.g. `head`, which closed early: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, TypeError, OSError, BudgetError, KeyError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"lopub {args.command}: error: {msg}", file=sys.stderr)

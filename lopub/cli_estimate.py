@@ -59,6 +59,8 @@ def cmd_estimate(a: argparse.Namespace) -> None:
         raise ValueError(f"--attrs ({a.attrs!r}) must name at least one attribute")
     reports = Reports.load(a.reports)
     opts = {}
+    if a.support is not None and a.method not in ("hybrid", "hybrid-lasso"):
+        raise ValueError(f"--support ({a.support}) applies to --method hybrid only, not {a.method!r}")
     if a.support is not None:
         opts["support"] = a.support
     if a.memory_budget_mb is not None:

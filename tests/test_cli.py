@@ -99,3 +99,11 @@ def test_encode_bad_category_writes_nothing(csv, tmp_path, capsys):
 def test_console_entry_point():
     out = subprocess.run([sys.executable, "-m", "lopub", "privacy", "--f", "0.5", "--json"], capture_output=True, text=True)
     assert out.returncode == 0 and json.loads(out.stdout)["epsilon_per_attribute"] == pytest.approx(8 * np.log(3))
+
+
+def test_output_into_a_closed_pipe_is_not_an_error():
+    proc = subprocess.Popen([sys.executable, "-m", "lopub", "privacy", "--f", "0.5", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # like `| head -0`
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0 and "Traceback" not in err and "BrokenPipe" not in err

@@ -83,3 +83,34 @@ def test_main_reports_errors_with_status_2(reports_file, capsys):
 
     assert main(["estimate", reports_file, "--attrs", "x,x", "--quiet"]) == 2
     assert "duplicate attributes" in capsys.readouterr().err
+
+
+def test_support_without_hybrid_is_refused(tmp_path, capsys):
+    import numpy as np
+
+    from lopub import CollectionSpec, Dataset, Domain
+    from lopub.cli import main
+    from lopub.client import encode
+
+    d = Domain.from_categories({"a": ["x", "y"], "b": ["u", "v", "w"]})
+    codes = np.random.default_rng(0).integers(0, 2, (200, 2))
+    p = tmp_path / "r.parquet"
+    encode(Dataset(codes, d), CollectionSpec.from_domain(d, f=0.5), rng=1).save(p)
+    assert main(["estimate", str(p), "--attrs", "a,b", "--method", "em", "--support", "lasso"]) == 2
+    assert "--support (lasso) applies to --method hybrid only" in capsys.readouterr().err
+
+
+def test_budget_error_names_cli_option_and_requested_order():
+    import numpy as np
+    import pytest
+
+    from lopub import CollectionSpec, Dataset, Domain
+    from lopub.errors import BudgetError
+    from lopub.estimate import Estimator
+    from lopub.client import encode
+
+    d = Domain.from_categories({"a": [str(i) for i in range(30)], "b": [str(i) for i in range(20)]})
+    codes = np.random.default_rng(0).integers(0, 20, (100, 2))
+    r = encode(Dataset(codes, d), CollectionSpec.from_domain(d, f=0.5), rng=1)
+    with pytest.raises(BudgetError, match=r"\['b', 'a'\] has 20 x 30 = 600 cells.*--memory-budget-mb"):
+        Estimator(r, method="em", memory_budget=1000).marginal(["b", "a"])

@@ -201,7 +201,7 @@ class Estimator:
         canon = tuple(a for _, a in sorted(zip(idx, attrs)))
         hit = self._lookup(canon)
         if hit is None:
-            self._check_budget(canon)
+            self._check_budget(attrs)
             hit = self._fit(canon)
             self._results[canon] = hit
         return hit.project(attrs)
@@ -237,7 +237,8 @@ class Estimator:
                 f"the joint of {list(attrs)} has {sizes} = {cells:,} cells and needs about "
                 f"{need / 2**20:,.0f} MiB with method {self.method!r}, above memory_budget "
                 f"({self.memory_budget / 2**20:,.0f} MiB); estimate fewer or smaller attributes "
-                "(e.g. cliques of a junction tree) or raise memory_budget"
+                "(e.g. cliques of a junction tree) or raise memory_budget "
+                "(`lopub estimate --memory-budget-mb`)"
             )
 
     # fitting -------------------------------------------------------------

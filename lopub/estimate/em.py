@@ -111,7 +111,13 @@ class KwayData:
 
 @dataclass
 class EMResult:
-    """Outcome of :func:`run_em` (table, E-steps, convergence, log-likelihood)."""
+    """Outcome of :func:`run_em` (table, E-steps, convergence, log-likelihood).
+
+    ``loglik`` is the log-likelihood of the last point the EM map was evaluated
+    at; the returned table ``p`` is the map's output there, one EM step further
+    (EM never lowers the likelihood, and on convergence the two differ by at most
+    ``tol`` per cell), so computing it again would cost one more E-step.
+    """
 
     p: np.ndarray
     iterations: int
