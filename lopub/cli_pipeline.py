@@ -4,7 +4,8 @@
 * ``synthesize MODEL --n N --seed S --out synthetic.csv|.parquet``
 * ``query MODEL --attrs a,b[,c] [--where a=x ...] [--json]``
 * ``graph MODEL|REPORTS [--plot out.png] [--json]`` (the MI heatmap goes to
-  ``out_mi.png`` beside the graph picture)
+  ``out_mi.png`` beside the graph picture; the source kind is read from the
+  file's first bytes)
 * ``evaluate --real real.csv --synthetic synthetic.csv --domain domain.json [--k 2] [--json]``
 
 References
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +45,28 @@ def _fit_text(rep: dict) -> str:
              f"cliques: {len(rep['cliques'])}, largest: {max(rep['clique_cells'])} cells "
              f"(budget {rep['clique_budget']})"]
     for d in rep["dropped_edges"]:
-        lines.append(f"  over budget: dropped edge {d['a']} - {d['b']} (clique of {d['cells']} cells)")
+        fate = ("both ends still share a clique after re-triangulation" if d["in_clique"]
+                else "in no clique: not modelled")
+        lines.append(f"  over budget: dropped edge {d['a']} - {d['b']} (clique of {d['cells']} cells; {fate})")
+    col = rep.get("collection")
+    if col:
+        lines.append(f"collection: f {col['f']}, epsilon per record {col['epsilon_per_record']:.4g}")
     lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in s.items()))
     return "\n".join(lines)
+
+
+def _note(a: argparse.Namespace, text: str) -> None:
+    """A remark for the user on stderr; silenced by --quiet."""
+    if not getattr(a, "quiet", False):
+        print(f"note: {text}", file=sys.stderr)
+
+
+def _note_dropped(a: argparse.Namespace, edges, budget) -> None:
+    if edges:
+        listed = ", ".join(f"{x} - {y}" for x, y in edges)
+        _note(a, f"clique budget ({budget} cells) exceeded: {len(edges)} edge(s) of the dependency "
+                 f"graph were dropped and are in no clique, hence in neither the model nor a "
+                 f"release: {listed}")
 
 
 def cmd_fit(a: argparse.Namespace) -> None:
@@ -61,6 +82,8 @@ def cmd_fit(a: argparse.Namespace) -> None:
     model.save(a.out)
     if a.plot:
         _plots(model.graph, model.tree, a.plot)
+    _note_dropped(a, [(d["a"], d["b"]) for d in rep["dropped_edges"] if not d["in_clique"]],
+                  a.clique_budget)
     _emit(rep, a.json, _fit_text(rep) + f"\nmodel written to {a.out}")
 
 
@@ -89,75 +112,130 @@ def cmd_query(a: argparse.Namespace) -> None:
 
     model = Model.load(a.model)
     attrs = [x.strip() for x in a.attrs.split(",") if x.strip()]
-    m = model.query(attrs, _parse_where(a.where))
+    where = _parse_where(a.where)
+    m = model.query(attrs, where)
     if a.json:
-        _emit(m.to_dict(), True, "")
+        out = m.to_dict()
+        if where:
+            out["condition"], out["condition_probability"] = where, m.meta["condition_mass"]
+        out["collection"] = model.collection
+        _emit(out, True, "")
         return
+    if where:
+        cond = ", ".join(f"{k}={v}" for k, v in where.items())
+        about = "" if m.n is None else f" (about {m.n} of {model.n} records)"
+        print(f"P({', '.join(attrs)} | {cond}); estimated P({cond}) = "
+              f"{m.meta['condition_mass']:.6g}{about}")
     df = m.to_frame()
     print(df.to_string(index=False, float_format=lambda v: f"{v:.6f}"))
 
 
 def _plots(dg, tree, path: str) -> list[str]:
-    from .plots import plot_graph, plot_mi
-
     from .dependency.graph import rethreshold
+    from .plots import plot_graph, plot_mi
 
     p = Path(path)
     mi_path = p.with_name(p.stem + "_mi" + (p.suffix or ".png"))
     extra = []
-    if dg.stats.get("model_phi") is not None:
+    if dg.stats.get("model_phi") is not None and "rethresholded_from" not in dg.stats:
         release = rethreshold(dg, dg.stats["model_phi"])
         extra = [e for e in release.edges if not dg.graph.has_edge(*e)]
-    plot_graph(dg.graph, tree, p, extra_edges=extra)
+    plot_graph(dg.graph, tree, p, extra_edges=extra, dropped_edges=dg.dropped)
     plot_mi(dg, mi_path)
     return [str(p), str(mi_path)]
 
 
-def _is_model(path: str) -> bool:
-    return path.endswith((".json", ".json.gz", ".gz"))
+def source_kind(path: str) -> str:
+    """``"reports"`` (Parquet magic ``PAR1``) or ``"model"`` (gzip magic, or JSON text).
+
+    Decided by content, not by the file name; ``ValueError`` when it is neither.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4 (graph from reports) and Sec. V-B (from a model).
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    if head.startswith(b"PAR1"):
+        return "reports"
+    if head.startswith(b"\x1f\x8b") or head.lstrip().startswith(b"{"):
+        return "model"
+    raise ValueError(f"{path!r} is neither a lopub model (JSON, optionally gzip) nor a reports file "
+                     f"(Parquet, starting with PAR1); it starts with {head[:8]!r}")
+
+
+def _graph_of_model(a: argparse.Namespace):
+    from .model import Model
+
+    model = Model.load(a.source)
+    if model.graph is None:
+        raise ValueError(f"model {a.source!r} carries no dependency graph")
+    dg = model.graph
+    if dg.stats.get("dropped_for_budget"):  # files of older versions also listed re-covered edges
+        dg.stats["dropped_for_budget"] = [e for e in dg.stats["dropped_for_budget"]
+                                          if not any(set(e) <= set(c) for c in model.tree.cliques)]
+    if a.phi is not None and a.phi != dg.phi:
+        dg = dg.at_phi(a.phi)
+        _note(a, f"graph re-thresholded at phi {dg.phi:g} from the MI stored in the model (fitted at "
+                 f"phi {dg.stats['rethresholded_from']:g}); the junction tree and cliques are the "
+                 f"model's, unchanged")
+    budget = (model.meta.get("fit") or {}).get("clique_budget")
+    return dg, model.tree, budget, model.collection
+
+
+def _graph_of_reports(a: argparse.Namespace):
+    from .dependency import MarginalCache
+    from .pipeline import collection_parameters, dependency, make_estimator
+    from .reports import Reports
+
+    progress = _progress(a)
+    reports = Reports.load(a.source)
+    cache = MarginalCache(make_estimator(reports, a.method, progress=progress))
+    dg, tree, _, _ = dependency(cache, phi=0.4 if a.phi is None else a.phi, prune=a.prune,
+                                clique_budget=a.clique_budget, progress=progress, warn=False)
+    return dg, tree, a.clique_budget, collection_parameters(reports)
 
 
 def cmd_graph(a: argparse.Namespace) -> None:
+    from .dependency.graph import check_phi
+
+    if a.phi is not None:
+        check_phi(a.phi)
     if not os.path.exists(a.source):
         raise FileNotFoundError(f"model or reports file {a.source!r} does not exist")
-    if _is_model(a.source):
-        from .model import Model
-
-        model = Model.load(a.source)
-        if model.graph is None:
-            raise ValueError(f"model {a.source!r} carries no dependency graph")
-        dg, tree = model.graph, model.tree
-    else:
-        from .dependency import MarginalCache
-        from .pipeline import dependency, make_estimator
-        from .reports import Reports
-
-        progress = _progress(a)
-        cache = MarginalCache(make_estimator(Reports.load(a.source), a.method, progress=progress))
-        dg, tree, _, _ = dependency(cache, phi=a.phi, prune=a.prune, clique_budget=a.clique_budget,
-                                    progress=progress, warn=False)
-    out = {"graph": dg.to_dict(), "junction_tree": tree.to_dict()}
+    kind = source_kind(a.source)
+    dg, tree, budget, collection = (_graph_of_model if kind == "model" else _graph_of_reports)(a)
+    dropped = dg.dropped
+    out = {"source": kind, "graph": dg.to_dict(), "junction_tree": tree.to_dict(),
+           "clique_budget": budget, "dropped_for_budget": [list(e) for e in dropped],
+           "collection": collection}
     if a.plot:
         out["pictures"] = _plots(dg, tree, a.plot)
     if a.out_json:
         atomic_write_text(a.out_json, json.dumps(out, indent=2) + "\n")
-    text = [f"phi {dg.phi}: {len(dg.edges)} edges ({dg.stats.get('pairs_computed')} pairs computed)"]
-    text += [f"  {x} - {y}" for x, y in dg.edges]
+    _note_dropped(a, dropped, budget)
+    _emit(out, a.json, _graph_text(dg, tree, budget, out.get("pictures")))
+
+
+def _graph_text(dg, tree, budget, pictures) -> str:
+    gone = {frozenset(e) for e in dg.dropped}
+    text = [f"phi {dg.phi:g}: {len(dg.edges)} edges ({dg.stats.get('pairs_computed')} pairs computed)"]
+    text += [f"  {x} - {y}" + ("   [dropped for clique budget: in no clique]" if frozenset((x, y)) in gone
+                                else "") for x, y in dg.edges]
+    if gone:
+        text.append(f"clique budget {budget} cells: {len(gone)} edge(s) dropped, marked above")
     text += ["cliques:"] + [f"  {', '.join(c)}" for c in tree.cliques]
-    if a.plot:
-        text.append("pictures: " + ", ".join(out["pictures"]))
-    _emit(out, a.json, "\n".join(text))
+    if pictures:
+        text.append("pictures: " + ", ".join(pictures))
+    return "\n".join(text)
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
-    from .cli import read_csv
-    from .dataset import Dataset
     from .domain import Domain
     from .evaluate import evaluate_release
 
     domain = Domain.from_json(a.domain)
-    real = Dataset.from_pandas(read_csv(a.real), domain)
-    syn = Dataset.from_pandas(read_csv(a.synthetic), domain)
+    real, syn = _dataset(a.real, "--real", domain), _dataset(a.synthetic, "--synthetic", domain)
     res = evaluate_release(real, syn, k=a.k, subsets=a.subsets, rng=a.seed)
     if not a.json:
         res.pop("per_subset")
@@ -165,6 +243,18 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
     text = [f"average TVD over {res['subsets']} {a.k}-way marginals: {res['mean']:.4f} (max {res['max']:.4f})",
             "per-attribute TVD:"] + [f"  {k}: {v:.4f}" for k, v in per.items()]
     _emit(res, a.json, "\n".join(text))
+
+
+def _dataset(path: str, flag: str, domain):
+    """Read ``path`` against ``domain``; errors name the option and the file."""
+    from .cli import read_csv
+    from .dataset import Dataset
+    from .errors import DomainError
+
+    try:
+        return Dataset.from_pandas(read_csv(path), domain)
+    except DomainError as exc:
+        raise DomainError(f"{flag} {path}: {exc}") from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -186,7 +276,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--tol", type=float, help="estimator stopping tolerance (largest cell change; default: the estimator's)")
     f.add_argument("--out", required=True, help="model file (.json, or .json.gz)")
     f.add_argument("--plot", help="also draw the graph here (PNG; MI heatmap beside it)")
-    f.add_argument("--quiet", action="store_true", help="no progress output")
+    f.add_argument("--quiet", action="store_true", help="no progress output and no notes on stderr")
     f.add_argument("--json", action="store_true")
     f.set_defaults(func=cmd_fit)
 
@@ -203,20 +293,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Joint distribution of --attrs from the model (a clique directly, otherwise exact inference over the junction tree), optionally conditioned with --where.")
     q.add_argument("model")
     q.add_argument("--attrs", required=True, help="comma-separated attributes")
-    q.add_argument("--where", action="append", metavar="ATTR=LABEL", help="condition (repeatable)")
+    q.add_argument("--where", action="append", metavar="ATTR=LABEL", help="condition (repeatable); the output shows its estimated probability, and a condition of estimated probability 0 is an error (the conditional is undefined)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_query)
 
     g = sub.add_parser("graph", help="dependency graph and junction tree of a model or reports file",
-                       description="Show the MI matrix, threshold decisions, dependency graph and junction tree; --plot draws them. A .json/.gz source is a model, anything else a reports file.")
+                       description="Show the MI matrix, threshold decisions, dependency graph and junction tree; --plot draws them. The source is recognized by content: a Parquet file is a reports file, JSON (optionally gzip) a model. Edges dropped for the clique budget are marked (text, JSON, dashed red in the picture) and listed in a note on stderr.")
     g.add_argument("source", help="model file or reports file")
     g.add_argument("--plot", help="graph picture path (PNG); MI heatmap written as <name>_mi.png")
     g.add_argument("--out-json", help="write the graph/junction-tree JSON here")
-    g.add_argument("--phi", type=float, default=0.4, help="for a reports file (default 0.4)")
+    g.add_argument("--phi", type=float, help="dependency degree in (0, 1]; reports file: default 0.4; model: re-threshold the stored MI at this phi (the junction tree stays the model's)")
     g.add_argument("--method", choices=METHODS, default="em", help="for a reports file")
     g.add_argument("--prune", action="store_true", help="for a reports file")
-    g.add_argument("--clique-budget", type=int, default=50_000)
-    g.add_argument("--quiet", action="store_true")
+    g.add_argument("--clique-budget", type=int, default=50_000, help="for a reports file (default 50000)")
+    g.add_argument("--quiet", action="store_true", help="no progress output and no notes on stderr")
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_graph)
 

@@ -15,6 +15,10 @@ from .domain import Domain
 from .errors import DomainError
 
 
+class ZeroProbabilityError(ValueError):
+    """A conditional query's condition has estimated probability 0 (the answer is undefined)."""
+
+
 @dataclass(frozen=True)
 class Marginal:
     """Joint distribution over ``domain.attrs`` as an array of shape ``domain.sizes``.
@@ -70,7 +74,15 @@ class Marginal:
 
         The result's ``n`` is the (estimated) number of records matching
         ``where``, so its ``counts`` refer to those records; ``meta`` records
-        the condition and its probability mass.
+        the condition and its probability mass (``condition_mass``).
+
+        Raises
+        ------
+        ZeroProbabilityError
+            (a ``ValueError``) when the estimated probability of ``where`` is
+            0 (or negative in a raw estimate): P(attrs | where) is undefined
+            there, and no distribution -- uniform or otherwise -- is returned
+            in its place.
         """
         for a, label in where.items():
             if a not in self.attrs:
@@ -83,7 +95,13 @@ class Marginal:
         index = tuple(self.domain.labels(a).index(where[a]) if a in where else slice(None) for a in self.attrs)
         v = self.values[index]
         total = float(v.sum())
-        v = v / total if total > 0 else np.full(v.shape, 1.0 / v.size)
+        if not total > 0:
+            cond = ", ".join(f"{a}={label}" for a, label in where.items())
+            raise ZeroProbabilityError(
+                f"condition {cond} has estimated probability {total:g}; the conditional "
+                f"distribution of {keep} given it is undefined (expected a condition with "
+                f"probability > 0)")
+        v = v / total
         n = None if self.n is None else int(round(self.n * total))
         meta = dict(self.meta, condition=dict(where), condition_mass=total)
         return Marginal(self.domain.project(keep), v, n, meta)
@@ -122,3 +140,46 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     return obj
+
+
+def probability_table(values: Any, domain: Domain, name: str = "p", *, atol: float = 1e-6) -> np.ndarray:
+    """Check a flat, row-major list of probabilities over ``domain``; return it shaped.
+
+    Parameters
+    ----------
+    values : list of numbers
+        One value per cell of ``domain`` (C order).
+    domain : Domain
+    name : str
+        Field name used in error messages (e.g. ``"cliques[2].p"``).
+    atol : float
+        Tolerance on the sum being 1.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``: not a flat list of numbers, wrong length, a NaN or
+        infinite entry, a negative entry, or a sum away from 1.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Sec. V-B (clique joints are probability tables).
+    """
+    expected = f"a flat list of {domain.cells()} finite probabilities >= 0 summing to 1"
+    try:
+        arr = np.asarray(values) if isinstance(values, list) else None
+    except ValueError:
+        arr = None
+    if arr is None or arr.ndim != 1 or (arr.size and arr.dtype.kind not in "if"):
+        raise ValueError(f"field {name!r} is not a list of numbers; expected {expected}")
+    arr = arr.astype(float)
+    if arr.size != domain.cells():
+        raise ValueError(f"field {name!r} has {arr.size} values; expected {domain.cells()} "
+                         f"(the cells of {list(domain.attrs)}, shape {list(domain.sizes)})")
+    bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"field {name!r}: entry {i} is {arr[i]}; expected {expected}")
+    if abs(arr.sum() - 1.0) > atol:
+        raise ValueError(f"field {name!r} sums to {arr.sum():.6g}; expected 1 (tolerance {atol:g})")
+    return arr.reshape(domain.sizes)

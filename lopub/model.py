@@ -18,11 +18,16 @@ zero too; no NaN is ever produced.
 Queries: a set of attributes inside one clique is a projection of that clique;
 any other set is computed by exact inference restricted to the Steiner subtree
 joining the cliques that hold the attributes (messages from the leaves to a
-root holding a query attribute, ``einsum`` per clique), refusing any
-intermediate table above ``query_budget`` cells.
+root holding a query attribute, ``einsum`` per clique, see
+:mod:`lopub.dependency.inference`), refusing any intermediate table above
+``query_budget`` cells.  A condition (``where``) of estimated probability 0
+raises :class:`~lopub.marginal.ZeroProbabilityError`.
 
 File format (``"format": "lopub-model"``, ``"version": 1``), JSON, gzip when
-the path ends in ``.gz``, written atomically::
+the path ends in ``.gz`` (on reading, gzip is recognized by its magic bytes,
+whatever the name), written atomically.  :meth:`Model.load` validates every
+field and raises :class:`ModelFormatError` (a ``ValueError``) naming the file,
+the field and what was expected; ``n`` may be null (unknown report count)::
 
     {"format": "lopub-model", "version": 1, "n": 45222,
      "domain": {...lopub-domain...},
@@ -45,40 +50,23 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import networkx as nx
 import numpy as np
 
 from .dependency.graph import DependencyGraph
+from .dependency.inference import conditional_table, infer
 from .dependency.junction import JunctionTree
 from .domain import Domain
-from .errors import BudgetError, DomainError
+from .errors import DomainError
 from .io import atomic_path
-from .marginal import Marginal, _jsonable
+from .marginal import Marginal, _jsonable, probability_table
 
 MODEL_FORMAT = "lopub-model"
 MODEL_VERSION = 1
 DEFAULT_QUERY_BUDGET = 20_000_000
-
-
-def conditional_table(table: np.ndarray, n_sep_cells: int) -> np.ndarray:
-    """Rows of ``table.reshape(n_sep_cells, -1)`` normalized; zero rows use the fallback.
-
-    Fallback for a zero-probability separator row: the column marginal of the
-    table (new attributes ignoring the separator), or uniform if it is zero.
-
-    References
-    ----------
-    Ren et al., IEEE TIFS 2018, Alg. 6 (conditional sampling on the separator).
-    """
-    t = np.clip(np.asarray(table, dtype=float), 0.0, None).reshape(n_sep_cells, -1)
-    rows = t.sum(axis=1, keepdims=True)
-    col = t.sum(axis=0)
-    fallback = col / col.sum() if col.sum() > 0 else np.full(t.shape[1], 1.0 / t.shape[1])
-    safe = np.where(rows > 0, rows, 1.0)
-    return np.where(rows > 0, t / safe, fallback[None, :])
 
 
 @dataclass
@@ -200,7 +188,16 @@ class Model:
         """Joint of ``attrs``, optionally conditioned on ``where = {attr: label}``.
 
         A conditional answer's ``n`` is the estimated number of records that
-        match ``where`` (``n * P(where)``), so ``counts`` stay counts.
+        match ``where`` (``n * P(where)``), so ``counts`` stay counts;
+        ``meta['condition_mass']`` is the estimated ``P(where)``.
+
+        Raises
+        ------
+        ZeroProbabilityError
+            (a ``ValueError``) when the model gives ``where`` probability 0:
+            the conditional distribution is undefined, so no table is
+            returned (a statistician would otherwise read a made-up uniform
+            answer as data).
 
         References
         ----------
@@ -216,43 +213,8 @@ class Model:
         return self.project(attrs + list(where)).condition(where)
 
     def _infer(self, attrs: list[str]) -> np.ndarray:
-        tree = self.tree.to_nx()
-        q = set(attrs)
-        factors: list[tuple[np.ndarray, list[str]]] = []
-        for comp in nx.connected_components(tree):
-            terms = sorted({self._home[a] for a in attrs if self._home[a] in comp})
-            if not terms:
-                continue
-            steiner = set(terms)
-            for t in terms[1:]:
-                steiner.update(nx.shortest_path(tree, terms[0], t))
-            factors.append(self._collect(tree.subgraph(steiner), terms[0], q))
-        return _contract(factors, attrs, self.domain)
-
-    def _collect(self, sub: nx.Graph, root: int, q: set[str]) -> tuple[np.ndarray, list[str]]:
-        """Messages leaves -> ``root`` over the Steiner subtree; returns (table, vars)."""
-        msgs: dict[int, tuple[np.ndarray, list[str]]] = {}
-        parent = dict(nx.bfs_predecessors(sub, root))
-        order = [root] + [c for _, c in nx.bfs_edges(sub, root)]
-        below: dict[int, set[str]] = {}
-        for c in reversed(order):
-            clique = list(self.tree.cliques[c])
-            p = parent.get(c)
-            sep = [a for a in clique if p is not None and a in self.tree.cliques[p]]
-            new = [a for a in clique if a not in sep]
-            cond = conditional_table(self.cliques[c].project(sep + new).values,
-                                     self.domain.cells(sep) if sep else 1)
-            factors = [(cond.reshape(self.domain.project(sep + new).sizes), sep + new)]
-            below[c] = (q & set(clique)).union(*(below[k] for k in sub.neighbors(c) if k != p))
-            factors += [msgs.pop(k) for k in sub.neighbors(c) if k != p]
-            out = sep + sorted(below[c] - set(sep), key=self.domain.index)
-            union = set().union(*(set(v) for _, v in factors))
-            if self.domain.cells(list(union)) > self.query_budget:
-                raise BudgetError(
-                    f"query over {sorted(q)} needs a {self.domain.cells(list(union))}-cell table "
-                    f"at clique {clique}; query_budget is {self.query_budget} cells")
-            msgs[c] = (_einsum(factors, out), out)
-        return msgs[root]
+        return infer(self.tree, self.cliques, self.domain, attrs, home=self._home,
+                     budget=self.query_budget)
 
     # I/O -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -267,24 +229,36 @@ class Model:
         }
 
     @classmethod
-    def from_dict(cls, obj: Any) -> "Model":
-        if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
-            raise ValueError(f"not a lopub model (expected \"format\": \"{MODEL_FORMAT}\")")
-        if obj.get("version") != MODEL_VERSION:
-            raise ValueError(f"model version {obj.get('version')!r} is not supported "
-                             f"(this lopub reads version {MODEL_VERSION})")
-        domain = Domain.from_dict(obj["domain"])
-        tree = JunctionTree.from_dict(obj["junction_tree"])
-        tables = []
-        for i, c in enumerate(obj["cliques"]):
-            sub = domain.project(c["attrs"])
-            p = np.asarray(c["p"], dtype=float)
-            if p.size != domain.cells(c["attrs"]) or list(sub.sizes) != list(c["shape"]):
-                raise ValueError(f"model clique #{i} over {c['attrs']}: {p.size} values, "
-                                 f"expected {domain.cells(c['attrs'])}")
-            tables.append(Marginal(sub, p.reshape(sub.sizes), obj.get("n"), c.get("meta", {})))
-        graph = None if obj.get("graph") is None else DependencyGraph.from_dict(obj["graph"], domain)
-        return cls(domain, tree, tables, obj.get("n"), graph, dict(obj.get("meta", {})))
+    def from_dict(cls, obj: Any, *, source: str = "model") -> "Model":
+        """Rebuild a model from :meth:`to_dict`, validating every field.
+
+        Raises
+        ------
+        ModelFormatError
+            (a ``ValueError``) naming ``source``, the field and what was
+            expected: format/version, keys, types, clique tables (shape of
+            the domain, finite, >= 0, sum 1), ``n`` (positive int or null),
+            junction tree (valid forest, one root per component, running
+            intersection).
+
+        References
+        ----------
+        Ren et al., IEEE TIFS 2018, Sec. V-B; Jensen & Jensen (1994).
+        """
+        try:
+            _check_header(obj)
+            n = _check_n(obj["n"])
+            domain = _domain_of(obj["domain"])
+            tree = JunctionTree.from_dict(obj["junction_tree"], domain)
+            tables = _clique_tables(obj["cliques"], tree, domain, n)
+            graph = None if obj.get("graph") is None else _graph_of(obj["graph"], domain)
+            meta = obj.get("meta", {})
+            if not isinstance(meta, dict):
+                raise ModelFormatError(f"field 'meta' ({type(meta).__name__}) is not an object; "
+                                       f"expected a JSON object")
+            return cls(domain, tree, tables, n, graph, dict(meta))
+        except (ValueError, TypeError) as exc:  # ModelFormatError, DomainError, tree/table errors
+            raise ModelFormatError(f"{source}: {exc}") from None
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the documented JSON format atomically (gzip when ``path`` ends in .gz)."""
@@ -298,17 +272,35 @@ class Model:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":
-        """Read a model file written by :meth:`save`."""
+        """Read a model file written by :meth:`save` (gzip detected by content, not name).
+
+        Raises
+        ------
+        FileNotFoundError
+            No such file.
+        ModelFormatError
+            (a ``ValueError``) the file is truncated, not JSON, or any field
+            is invalid; the message names the file and the field.
+
+        References
+        ----------
+        Ren et al., IEEE TIFS 2018, Sec. V-B.
+        """
         name = os.fspath(path)
         if not os.path.exists(name):
             raise FileNotFoundError(f"model file {name!r} does not exist")
-        opener = gzip.open if name.endswith(".gz") else open
-        try:
-            with opener(name, "rt", encoding="utf-8") as fh:
-                obj = json.load(fh)
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
-            raise ValueError(f"{name}: not a readable lopub model file: {exc}") from None
-        return cls.from_dict(obj)
+        return cls.from_dict(_read_json(name), source=name)
+
+    @property
+    def collection(self) -> dict[str, Any] | None:
+        """f, h, m, epsilon per attribute and per record of the reports fitted (None if unknown).
+
+        References
+        ----------
+        Ren et al., IEEE TIFS 2018, Eq. 8.
+        """
+        fit = self.meta.get("fit")
+        return fit.get("collection") if isinstance(fit, dict) else None
 
     def summary(self) -> dict[str, Any]:
         cells = [self.domain.cells(list(c)) for c in self.tree.cliques]
@@ -317,19 +309,93 @@ class Model:
                 "edges": None if self.graph is None else len(self.graph.edges)}
 
 
-def _einsum(factors: list[tuple[np.ndarray, list[str]]], out: list[str]) -> np.ndarray:
-    letters = {}
-    for _, vs in factors:
-        for v in vs:
-            letters.setdefault(v, chr(ord("a") + len(letters)) if len(letters) < 26
-                               else chr(ord("A") + len(letters) - 26))
-    expr = ",".join("".join(letters[v] for v in vs) for _, vs in factors)
-    expr += "->" + "".join(letters[v] for v in out)
-    return np.einsum(expr, *(t for t, _ in factors), optimize=True)
+class ModelFormatError(ValueError):
+    """A model file is unreadable (truncated, not JSON) or a field is invalid."""
 
 
-def _contract(factors, attrs: list[str], domain: Domain) -> np.ndarray:
-    """Outer product of per-component answers, axes reordered to ``attrs``."""
-    values = _einsum(factors, attrs) if factors else np.ones(())
-    values = np.clip(values, 0.0, None)
-    return values / values.sum()
+def _read_json(name: str) -> Any:
+    """Parse a JSON file, gzip-compressed or not (by its magic bytes); ModelFormatError if unreadable."""
+    with open(name, "rb") as fh:
+        packed = fh.read(2) == b"\x1f\x8b"
+    try:
+        with (gzip.open if packed else open)(name, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ModelFormatError(f"{name}: gzip data is truncated or corrupt ({exc}); "
+                               f"expected a complete lopub model file") from None
+    except json.JSONDecodeError as exc:
+        raise ModelFormatError(f"{name}: not valid JSON ({exc}); expected a lopub model file "
+                               f"(JSON{' inside gzip' if packed else ', optionally gzip'})") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise ModelFormatError(f"{name}: not a readable lopub model file ({exc}); "
+                               f"expected UTF-8 JSON, optionally gzip") from None
+
+
+def _check_header(obj: Any) -> None:
+    """A JSON object with the right format, version and required keys."""
+    if not isinstance(obj, dict):
+        raise ModelFormatError(f"content is a JSON {type(obj).__name__}, not a lopub model; "
+                               f"expected an object with \"format\": \"{MODEL_FORMAT}\"")
+    if obj.get("format") != MODEL_FORMAT:
+        raise ModelFormatError(f"field 'format' ({obj.get('format')!r}) is not a lopub model; "
+                               f"expected {MODEL_FORMAT!r}")
+    if type(obj.get("version")) is not int or obj["version"] != MODEL_VERSION:
+        raise ModelFormatError(f"field 'version' ({obj.get('version')!r}): model version "
+                               f"{obj.get('version')!r} is not supported; expected {MODEL_VERSION}")
+    for key in ("n", "domain", "junction_tree", "cliques"):
+        if key not in obj:
+            raise ModelFormatError(f"missing field {key!r}; expected the keys n, domain, "
+                                   f"junction_tree, cliques (and graph, meta)")
+
+
+def _domain_of(raw: Any) -> Domain:
+    try:
+        domain = Domain.from_dict(raw)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ModelFormatError(f"field 'domain': {exc}") from None
+    for i, a in enumerate(raw["attributes"]):
+        if not isinstance(a["categories"], list) or not all(isinstance(c, str) for c in a["categories"]):
+            raise ModelFormatError(f"field 'domain.attributes[{i}].categories' ({a['categories']!r:.60}) "
+                                   f"is not a list of labels; expected a list of strings")
+    return domain
+
+
+def _graph_of(raw: Any, domain: Domain) -> DependencyGraph:
+    try:
+        return DependencyGraph.from_dict(raw, domain)
+    except (ValueError, TypeError) as exc:
+        raise ModelFormatError(f"field 'graph': {exc}") from None
+
+
+def _check_n(n: Any) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ModelFormatError(f"field 'n' ({n!r}) is not a positive integer; expected a "
+                               f"positive integer (the number of reports) or null")
+    return n
+
+
+def _clique_tables(raw: Any, tree: JunctionTree, domain: Domain, n: int | None) -> list[Marginal]:
+    """One checked :class:`Marginal` per junction-tree clique, from the file's ``cliques``."""
+    k = len(tree.cliques)
+    if not isinstance(raw, list) or len(raw) != k:
+        got = f"{len(raw)} tables" if isinstance(raw, list) else type(raw).__name__
+        raise ModelFormatError(f"field 'cliques' has {got}; expected {k} (one per junction-tree clique)")
+    tables = []
+    for i, (c, attrs) in enumerate(zip(raw, tree.cliques)):
+        for key in ("attrs", "shape", "p"):
+            if not isinstance(c, dict) or key not in c:
+                raise ModelFormatError(f"missing field 'cliques[{i}].{key}'")
+        if c["attrs"] != list(attrs):
+            raise ModelFormatError(f"field 'cliques[{i}].attrs' ({c['attrs']!r}) does not match "
+                                   f"junction_tree.cliques[{i}]; expected {list(attrs)}")
+        sub = domain.project(list(attrs))
+        if c["shape"] != list(sub.sizes):
+            raise ModelFormatError(f"field 'cliques[{i}].shape' ({c['shape']!r}) does not match the "
+                                   f"domain; expected {list(sub.sizes)}")
+        if not isinstance(c.get("meta", {}), dict):
+            raise ModelFormatError(f"field 'cliques[{i}].meta' is not an object; expected a JSON object")
+        values = probability_table(c["p"], sub, f"cliques[{i}].p")
+        tables.append(Marginal(sub, values, n, c.get("meta", {})))
+    return tables

@@ -29,45 +29,74 @@ Progress = Callable[[str, int, int], None]
 
 
 class ConsoleProgress:
-    """Progress on stderr: ``stage: done/total`` on one line, plus the running EM step.
+    """Progress on stderr: ``stage: done/total``, plus the running EM step.
 
     Call it as ``progress(stage, done, total)`` for pipeline stages; pass
     :meth:`em` to the estimator (``Estimator(progress=...)``) to show EM map
-    evaluations of the joint being estimated.  Updates are throttled.
+    evaluations of the joint being estimated.
+
+    On a terminal one line is rewritten in place (``\\r``, at most every
+    ``interval`` seconds).  On anything else (a log file, a pipe, CI) plain
+    lines are written: one when a stage starts, one when it ends and at most
+    one every ``line_interval`` seconds in between -- no carriage returns.
 
     References
     ----------
     Ren et al., IEEE TIFS 2018, Alg. 1 and Alg. 4 (the long-running stages).
     """
 
-    def __init__(self, stream=None, interval: float = 0.25) -> None:
+    def __init__(self, stream=None, interval: float = 0.25, line_interval: float = 10.0) -> None:
         self.out = stream if stream is not None else sys.stderr
-        self.interval = interval
+        self.interval, self.line_interval = interval, line_interval
+        self.tty = _isatty(self.out)
         self.stage, self.done, self.total, self.inner = "", 0, 0, ""
         self._last = 0.0
         self._width = 0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != self.stage and self._width:
+        new = stage != self.stage
+        if new and self._width:
             self._write(force=True, end="\n")
         self.stage, self.done, self.total, self.inner = stage, done, total, ""
+        if not self.tty:
+            self._line(force=new or done >= total)
+            return
         self._write(force=done >= total or done == 0, end="\n" if done >= total else "")
         if done >= total:
             self._width = 0
 
     def em(self, evaluations: int, max_iter: int) -> None:
         self.inner = f"  [EM step {evaluations}]"
-        self._write(force=False, end="")
+        if self.tty:
+            self._write(force=False, end="")
+        else:
+            self._line(force=False)
+
+    def _text(self) -> str:
+        return f"  {self.stage}: {self.done}/{self.total}{self.inner}" if self.stage else f"  {self.inner}"
+
+    def _line(self, *, force: bool) -> None:
+        now = time.perf_counter()
+        if force or now - self._last >= self.line_interval:
+            self._last = now
+            print(self._text(), file=self.out, flush=True)
 
     def _write(self, *, force: bool, end: str) -> None:
         now = time.perf_counter()
         if not force and now - self._last < self.interval:
             return
         self._last = now
-        text = f"  {self.stage}: {self.done}/{self.total}{self.inner}" if self.stage else f"  {self.inner}"
+        text = self._text()
         pad = max(0, self._width - len(text))
         self._width = len(text)
         print("\r" + text + " " * pad, end=end, file=self.out, flush=True)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def console_progress(stream=None) -> ConsoleProgress:
@@ -118,18 +147,20 @@ def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
     Ren et al., IEEE TIFS 2018, Alg. 4, Alg. 5, Sec. V-B.
     """
     phi = check_phi(phi)
+    model_phi = None if model_phi is None else check_phi(model_phi, "model_phi")
     t0 = time.perf_counter()
     if prune:
         dg = pruned_dependency_graph(cache, phi, progress=progress, **dict(prune_options or {}))
     else:
         dg = dependency_graph(cache, phi, progress=progress)
     t1 = time.perf_counter()
-    base = dg.graph if model_phi is None else rethreshold(dg, check_phi(model_phi))
+    base = dg.graph if model_phi is None else rethreshold(dg, model_phi)
     jt, used, dropped = budgeted_junction_tree(base, cache.domain, clique_budget,
                                                heuristic=heuristic, warn=warn)
     t2 = time.perf_counter()
-    if dropped:
-        dg.stats["dropped_for_budget"] = [[d["a"], d["b"]] for d in dropped]
+    lost = [[d["a"], d["b"]] for d in dropped if not d["in_clique"]]
+    if lost:  # in no clique of the tree: absent from the model and the release
+        dg.stats["dropped_for_budget"] = lost
     if model_phi is not None:
         dg.stats["model_phi"] = model_phi
         dg.stats["model_edges"] = base.number_of_edges()
@@ -185,6 +216,9 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
     Ren et al., IEEE TIFS 2018, Alg. 4-6, Sec. V-B.
     """
     t0 = time.perf_counter()
+    check_phi(phi)
+    if model_phi is not None:
+        check_phi(model_phi, "model_phi")
     if estimator is None:
         if reports is None:
             raise ValueError("reports (None) must be given when no estimator is passed")
@@ -212,6 +246,7 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
         "clique_cells": [cache.domain.cells(list(c)) for c in jt.cliques],
         "fill_edges": len(jt.fill_edges), "clique_budget": clique_budget,
         "dropped_edges": dropped, "estimates": cache.calls,
+        "collection": collection_parameters(reports if reports is not None else cache.source),
         "seconds": {**{k: round(v, 3) for k, v in secs.items()},
                     "clique_joints": round(t2 - t1, 3), "estimation": round(cache.seconds, 3),
                     "total": round(t2 - t0, 3)},
@@ -219,6 +254,31 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", prune: boo
     model = Model.from_marginals(cache.domain, jt, tables, n=n, graph=dg, meta={"fit": report})
     report["calibration_avd_max"] = max(model.meta["calibration_avd"])
     return model, report
+
+
+def collection_parameters(source: Any) -> dict[str, Any] | None:
+    """Public collection parameters of the reports behind ``source`` (or None).
+
+    ``source`` is a ``Reports``, an estimator session over one (``.reports``)
+    or anything else (exact marginals: None).  Returns f, h and m per
+    attribute, bits per report and epsilon per attribute and per record
+    (Eq. 8), so a model file says under which privacy its reports were taken.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Eq. 5 and Eq. 8.
+    """
+    spec = getattr(source, "spec", None)
+    if spec is None:
+        spec = getattr(getattr(source, "reports", None), "spec", None)
+    if spec is None or not hasattr(spec, "summary"):
+        return None
+    s = spec.summary()
+    attrs = list(spec.domain.attrs)
+    return {"f": s["f"], "h": dict(zip(attrs, s["h"])), "m": dict(zip(attrs, s["m"])),
+            "bits_per_report": s["bits_per_report"],
+            "epsilon_per_attribute": dict(s["epsilon_per_attribute"]),
+            "epsilon_per_record": s["epsilon_per_record"]}
 
 
 def independence_model(estimator: Any, *, n: int | None = None) -> Model:

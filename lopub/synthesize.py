@@ -6,10 +6,13 @@ flattened table); every other clique, parents first, draws its new attributes
 of the junction forest are independent.
 
 Vectorization ("group by separator configuration"): the conditional table of
-a clique is a matrix with one row per separator configuration; its row-wise
-CDFs are offset by the row index and concatenated, so for every record
-``searchsorted(cdf_flat, cfg + u)`` lands inside the row of its configuration
-``cfg`` -- one call draws all records, no Python loop over records.
+a clique is a matrix with one row per separator configuration ``cfg``; every
+record searches the CDF of its own row for the smallest cell whose CDF
+exceeds its uniform ``u`` -- a binary search run for all records at once
+(``ceil(log2 k)`` array gathers), no Python loop over records.  Searching the
+row's own CDF (rather than row CDFs offset by the row index and concatenated,
+which loses float precision far from row 0) guarantees that a cell of zero
+probability is never drawn.
 
 Zero-probability separators: a separator configuration to which the clique's
 estimate gives zero mass uses the fallback of
@@ -82,15 +85,35 @@ def sample_codes(model: Model, n: int | None = None, *,
 
 
 def _draw_rows(cond: np.ndarray, cfg: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-    """Inverse-CDF draw of one column index per record from row ``cfg`` of ``cond``."""
+    """Inverse-CDF draw of one column index per record from row ``cfg`` of ``cond``.
+
+    Each record gets the smallest column ``j`` with ``cdf[cfg, j] > u`` in its
+    own row's CDF (``u`` uniform in [0, 1), the row's last CDF entry set to
+    exactly 1).  A zero-probability cell repeats the CDF value of the cell
+    before it, so it can never be that smallest column; no float offsets mix
+    rows.  Vectorized binary search: ``ceil(log2 k)`` gathers over all records.
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 6.
+    """
     rows, k = cond.shape
     cdf = np.cumsum(cond, axis=1)
     cdf /= cdf[:, -1:]
     cdf[:, -1] = 1.0
-    flat = (cdf + np.arange(rows)[:, None]).ravel()
-    u = gen.random(cfg.shape[0])
-    draw = np.searchsorted(flat, cfg + u, side="right") - cfg * k
-    return np.clip(draw, 0, k - 1)
+    flat = cdf.ravel()
+    base = np.asarray(cfg, dtype=np.int64) * k
+    u = gen.random(base.shape[0])
+    lo = np.zeros(base.shape[0], dtype=np.int64)  # answer in [lo, hi]
+    hi = np.full(base.shape[0], k - 1, dtype=np.int64)
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) // 2
+        right = flat[base + mid] <= u  # cdf[mid] <= u: the answer is after mid
+        lo = np.where(open_ & right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
 
 
 def synthesize(model: Model, n: int | None = None, *,

@@ -1,6 +1,8 @@
 """lopub fit / synthesize / query / graph / evaluate / demo."""
 import json
 
+import numpy as np
+
 import pandas as pd
 import pytest
 
@@ -96,3 +98,234 @@ def test_fit_options_budget_and_model_phi(files, capsys):
     assert main(["fit", str(files / "reports.parquet"), "--phi", "1.5", "--quiet",
                  "--out", str(files / "bad.json")]) == 2
     assert "phi (1.5) must be in (0, 1]" in capsys.readouterr().err
+
+
+# --- audit fixes: dropped edges, --quiet, source detection, phi, conditions, collection -------
+def test_graph_marks_edges_dropped_for_budget(files, capsys):
+    argv = ["graph", str(files / "reports.parquet"), "--method", "moment", "--clique-budget", "2000"]
+    assert main(argv + ["--json"]) == 0
+    cap = capsys.readouterr()
+    res = json.loads(cap.out)
+    dropped = res["dropped_for_budget"]
+    assert dropped and res["clique_budget"] == 2000
+    cliques = [set(c) for c in res["junction_tree"]["cliques"]]
+    for a, b in dropped:
+        assert [a, b] in res["graph"]["edges"]
+        assert not any({a, b} <= c for c in cliques)  # really in no clique
+    flagged = [[d["a"], d["b"]] for d in res["graph"]["decisions"] if d["dropped_for_budget"]]
+    assert flagged == dropped
+    kept = [e for e in res["graph"]["edges"] if e not in dropped]
+    assert all(any(set(e) <= c for c in cliques) for e in kept)
+    note = [line for line in cap.err.splitlines() if line.startswith("note:")]
+    assert len(note) == 1 and "clique budget (2000 cells)" in note[0]
+    assert all(f"{a} - {b}" in note[0] for a, b in dropped)
+    assert main(argv + ["--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == ""
+    marked = [line for line in cap.out.splitlines() if "[dropped for clique budget" in line]
+    assert len(marked) == len(dropped)
+    assert "clique budget 2000 cells" in cap.out
+
+
+def test_quiet_leaves_stderr_empty_for_fit_and_graph(files, capsys):
+    fit = ["fit", str(files / "reports.parquet"), "--method", "moment", "--clique-budget", "2000",
+           "--out", str(files / "q.json")]
+    assert main(fit) == 0
+    loud = capsys.readouterr().err
+    assert "pairwise joints" in loud and "note: clique budget (2000 cells)" in loud
+    assert main(fit + ["--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["graph", str(files / "reports.parquet"), "--method", "moment", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["graph", str(files / "q.json"), "--phi", "0.3", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_is_plain_lines_when_stderr_is_not_a_tty(files, capsys):
+    assert main(["graph", str(files / "reports.parquet"), "--method", "moment"]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "pairwise joints: 78/78" in err
+
+
+def test_graph_source_detected_by_content(files, capsys, tmp_path):
+    import gzip
+    import shutil
+
+    ref = main(["graph", str(files / "model.json"), "--json"])
+    edges = json.loads(capsys.readouterr().out)["graph"]["edges"]
+    assert ref == 0
+    shutil.copy(files / "model.json", tmp_path / "model.lopub")
+    (tmp_path / "packed.bin").write_bytes(gzip.compress((files / "model.json").read_bytes()))
+    shutil.copy(files / "reports.parquet", tmp_path / "reports.json")  # a misleading name
+    for name, kind in (("model.lopub", "model"), ("packed.bin", "model"), ("reports.json", "reports")):
+        assert main(["graph", str(tmp_path / name), "--method", "moment", "--quiet", "--json"]) == 0, name
+        res = json.loads(capsys.readouterr().out)
+        assert res["source"] == kind and res["graph"]["edges"] == edges
+    (tmp_path / "junk.dat").write_bytes(b"hello world")
+    assert main(["graph", str(tmp_path / "junk.dat")]) == 2
+    err = capsys.readouterr().err
+    assert "neither a lopub model" in err and "Parquet" in err and "junk.dat" in err
+
+
+def test_model_phi_errors_name_model_phi(files, capsys):
+    assert main(["fit", str(files / "reports.parquet"), "--model-phi", "2", "--quiet",
+                 "--out", str(files / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert "model_phi (2.0) must be in (0, 1]" in err and "error: phi" not in err
+
+
+def test_graph_validates_phi_and_rethresholds_a_model(files, capsys):
+    assert main(["graph", str(files / "model.json"), "--phi", "3"]) == 2
+    assert "phi (3.0) must be in (0, 1]" in capsys.readouterr().err
+    assert main(["graph", str(files / "model.json"), "--json"]) == 0
+    base = json.loads(capsys.readouterr().out)
+    assert main(["graph", str(files / "model.json"), "--phi", "0.3", "--json"]) == 0
+    cap = capsys.readouterr()
+    res = json.loads(cap.out)
+    assert res["graph"]["phi"] == 0.3 and res["graph"]["stats"]["rethresholded_from"] == 0.4
+    assert len(res["graph"]["edges"]) > len(base["graph"]["edges"])
+    assert all(e in res["graph"]["edges"] for e in base["graph"]["edges"])
+    assert res["junction_tree"] == base["junction_tree"]  # the model's tree, unchanged
+    assert "re-thresholded at phi 0.3" in cap.err and "junction tree and cliques are the model's" in cap.err
+
+
+def test_evaluate_names_the_file_with_missing_columns(files, capsys, tmp_path):
+    syn = pd.read_csv(files / "real.csv").drop(columns=["income"])
+    syn.to_csv(tmp_path / "partial.csv", index=False)
+    assert main(["evaluate", "--real", str(files / "real.csv"), "--synthetic",
+                 str(tmp_path / "partial.csv"), "--domain", str(files / "domain.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"--synthetic {tmp_path / 'partial.csv'}" in err and "missing columns ['income']" in err
+    assert main(["evaluate", "--real", str(tmp_path / "partial.csv"), "--synthetic",
+                 str(files / "real.csv"), "--domain", str(files / "domain.json")]) == 2
+    assert "--real " in capsys.readouterr().err
+
+
+def test_conditional_query_shows_condition_and_its_mass(files, capsys):
+    assert main(["query", str(files / "model.json"), "--attrs", "sex"]) == 0
+    p_male = float(capsys.readouterr().out.split("Male")[1].split()[0])
+    assert main(["query", str(files / "model.json"), "--attrs", "income", "--where", "sex=Male"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("P(income | sex=Male); estimated P(sex=Male) = ")
+    assert float(out.splitlines()[0].split("= ")[1].split()[0]) == pytest.approx(p_male, abs=1e-6)
+    assert "of 3000 records" in out.splitlines()[0]
+    assert main(["query", str(files / "model.json"), "--attrs", "income", "--where", "sex=Male",
+                 "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["condition"] == {"sex": "Male"}
+    assert res["condition_probability"] == pytest.approx(p_male, abs=1e-6)
+
+
+def test_zero_probability_condition_is_an_error(tmp_path, capsys):
+    import numpy as np
+
+    from lopub.dependency import junction_tree
+    from lopub.domain import Domain
+    from lopub.marginal import Marginal
+    from lopub.model import Model
+
+    dom = Domain.from_categories({"a": ["x", "y"], "b": ["u", "v", "w"]})
+    import networkx as nx
+
+    g = nx.Graph([("a", "b")])
+    jt = junction_tree(g, dom)
+    table = Marginal(dom, np.array([[0.3, 0.2, 0.0], [0.1, 0.4, 0.0]]), 100)
+    Model.from_marginals(dom, jt, [table.project(list(c)) for c in jt.cliques], n=100).save(
+        tmp_path / "m.json")
+    assert main(["query", str(tmp_path / "m.json"), "--attrs", "a", "--where", "b=w"]) == 2
+    err = capsys.readouterr().err
+    assert "condition b=w has estimated probability 0" in err
+
+
+def test_model_records_collection_parameters(files, capsys):
+    from lopub.model import Model
+    from lopub.reports import Reports
+
+    spec = Reports.load(files / "reports.parquet").spec
+    col = Model.load(files / "model.json").collection
+    assert col["f"] == 0.2 and col["epsilon_per_record"] == pytest.approx(spec.epsilon)
+    assert list(col["epsilon_per_attribute"]) == list(spec.domain.attrs)
+    assert list(col["h"].values()) == list(spec.h) and list(col["m"].values()) == list(spec.m)
+    assert main(["query", str(files / "model.json"), "--attrs", "sex", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["collection"] == col
+    assert main(["graph", str(files / "model.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["collection"] == col
+    assert main(["fit", str(files / "reports.parquet"), "--method", "moment", "--quiet",
+                 "--out", str(files / "c.json")]) == 0
+    assert "collection: f 0.2, epsilon per record" in capsys.readouterr().out
+
+
+def captured_figure(monkeypatch):
+    import lopub.plots as plots
+
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig))
+    return plots, figs
+
+
+def red_lines(ax):
+    """Line collections drawn in the 'dropped' red (#d62728)."""
+    red = (0xd6 / 255, 0x27 / 255, 0x28 / 255)
+    return [c for c in ax.collections if hasattr(c, "get_segments") and len(c.get_segments())
+            and np.allclose(c.get_edgecolor()[0][:3], red)]
+
+
+def test_graph_picture_draws_dropped_edges_dashed_red(monkeypatch):
+    import warnings
+
+    from lopub.pipeline import fit
+
+    plots, figs = captured_figure(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, _ = fit(estimator=embedded_model(), phi=0.4, clique_budget=5000)
+    dropped = model.graph.dropped
+    assert dropped
+    plots.plot_graph(model.graph.graph, model.tree, "x.png", dropped_edges=dropped)
+    ax1, ax2 = figs[0].axes
+    red = red_lines(ax1)
+    assert len(red) == 1 and len(red[0].get_segments()) == len(dropped)
+    assert red[0].get_linestyle()[0][1] is not None  # dashed
+    assert "dropped for clique budget" in [t.get_text() for t in ax1.get_legend().get_texts()]
+    assert f"{len(dropped)} dropped for clique budget" in ax1.get_title()
+    # default: edges no clique holds are the dropped ones
+    plots.plot_graph(model.graph.graph, model.tree, "y.png")
+    red2 = red_lines(figs[1].axes[0])
+    assert len(red2) == 1 and len(red2[0].get_segments()) == len(dropped)
+    # separator labels: every separator written out in full, never clipped by the axes
+    labels = [t for t in ax2.texts if not t.get_clip_on()]
+    assert len(labels) == len(model.tree.edges)
+    for (p, c), t in zip(model.tree.edges, labels):
+        assert t.get_text().replace("\n", " ").replace(", ", " ").split() == list(model.tree.separator(c))
+
+
+def test_mi_heatmap_distinguishes_not_computed_from_diagonal(monkeypatch):
+    from lopub.dependency import MarginalCache, pruned_dependency_graph
+
+    plots, figs = captured_figure(monkeypatch)
+    dg = pruned_dependency_graph(MarginalCache(embedded_model()), 0.4)
+    assert np.isnan(dg.mi).any()
+    plots.plot_mi(dg, "m.png")
+    ax = figs[0].axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "not computed (pruned)" in legend and "diagonal (attribute itself)" in legend
+    d = len(dg.domain)
+    faces = {}
+    for patch in ax.patches:
+        x, y = patch.get_xy()
+        i, j = round(y + 0.5), round(x + 0.5)
+        if patch.get_fill():
+            faces.setdefault("diag" if i == j else "other", set()).add(tuple(patch.get_facecolor()))
+    assert len(faces["diag"]) == 1 and len(faces["other"]) == 1 and faces["diag"] != faces["other"]
+    off = ~np.eye(d, dtype=bool)
+    assert sum(1 for p in ax.patches if p.get_fill() and p.get_hatch()) == int(np.isnan(dg.mi[off]).sum())
+    assert "log10(MI / tau)" in figs[0].axes[1].get_ylabel()
+
+
+def test_mi_heatmap_legend_without_pruning(monkeypatch):
+    from lopub.dependency import dependency_graph
+
+    plots, figs = captured_figure(monkeypatch)
+    plots.plot_mi(dependency_graph(embedded_model(), 0.4), "m.png")
+    legend = [t.get_text() for t in figs[0].axes[0].get_legend().get_texts()]
+    assert legend == ["edge (MI >= tau)", "diagonal (attribute itself)"]

@@ -158,3 +158,45 @@ def test_graph_json_round_trip():
     assert back.edges == dg.edges
     np.testing.assert_allclose(back.mi, dg.mi)
     assert nx.is_isomorphic(back.graph, dg.graph)
+
+
+def test_graph_from_dict_rejects_malformed():
+    from lopub.dependency import DependencyGraph
+
+    bn = embedded_model()
+    good = dependency_graph(bn, 0.4).to_dict()
+    cases = [({"phi": 2.0}, r"graph\.phi \(2\.0\) must be in \(0, 1\]"),
+             ({"phi": "x"}, r"graph\.phi \('x'\) must be a real number"),
+             ({"mi": [[0.0]]}, r"graph\.mi must be a 13 x 13 matrix"),
+             ({"edges": [["sex", "nope"]]}, r"graph\.edges .*pairs of different attributes"),
+             ({"stats": []}, r"graph\.stats"), ]
+    for change, match in cases:
+        obj = dict(good, **change)
+        with pytest.raises((ValueError, TypeError), match=match):
+            DependencyGraph.from_dict(obj, bn.domain)
+    obj = dict(good)
+    del obj["mi"]
+    with pytest.raises(ValueError, match="graph lacks the field 'mi'"):
+        DependencyGraph.from_dict(obj, bn.domain)
+
+
+def test_at_phi_rethresholds_without_estimating():
+    bn = embedded_model()
+    dg = dependency_graph(bn, 0.4)
+    low = dg.at_phi(0.3)
+    assert low.phi == 0.3 and low.stats["rethresholded_from"] == 0.4
+    assert low.edges == dependency_graph(bn, 0.3).edges
+    np.testing.assert_array_equal(low.mi, dg.mi)
+    with pytest.raises(ValueError, match=r"phi \(3\.0\) must be in \(0, 1\]"):
+        dg.at_phi(3.0)
+
+
+def test_dropped_edges_flagged_in_decisions_and_json():
+    bn = embedded_model()
+    dg = dependency_graph(bn, 0.4)
+    assert dg.dropped == [] and not any(d["dropped_for_budget"] for d in dg.decisions())
+    dg.stats["dropped_for_budget"] = [["relationship", "age_group"]]
+    assert dg.dropped == [("age_group", "relationship")]
+    out = dg.to_dict()
+    assert out["dropped_for_budget"] == [["age_group", "relationship"]]
+    assert [(d["a"], d["b"]) for d in out["decisions"] if d["dropped_for_budget"]] == dg.dropped

@@ -130,3 +130,62 @@ def test_junction_tree_json_round_trip():
     jt = junction_tree(dependency_graph(bn, 0.4).graph, bn.domain)
     back = JunctionTree.from_dict(jt.to_dict())
     assert back.cliques == jt.cliques and back.edges == jt.edges and back.order == jt.order
+
+
+def test_dropped_edges_say_whether_a_clique_still_holds_them():
+    """Re-triangulation can put both ends of a dropped edge back into one clique (fill-in)."""
+    bn = embedded_model()
+    dg = dependency_graph(bn, 0.4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jt, used, dropped = budgeted_junction_tree(dg.graph, bn.domain, 5000)
+    for d in dropped:
+        assert d["in_clique"] == any(d["a"] in c and d["b"] in c for c in jt.cliques)
+    fates = {(d["a"], d["b"]): d["in_clique"] for d in dropped}
+    assert fates[("age_group", "relationship")] is True  # measured: back via fill-in
+    assert fates[("marital", "occupation")] is False
+    with pytest.warns(UserWarning, match=r"3 of them end up in no clique"):
+        budgeted_junction_tree(dg.graph, bn.domain, 5000)
+
+
+# --- JunctionTree.from_dict validates what it reads ---------------------------------------
+def chain_tree_dict():
+    return {"cliques": [["x0", "x1"], ["x1", "x2"], ["x2", "x3"]], "edges": [[0, 1], [1, 2]],
+            "roots": [0], "order": [0, 1, 2], "fill_edges": []}
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda o: o.pop("edges"), r"missing field 'junction_tree\.edges'"),
+    (lambda o: o.update(cliques=[]), r"'junction_tree\.cliques' \(\[\]\) is not a non-empty list"),
+    (lambda o: o["cliques"].__setitem__(1, ["x1", "x1"]), r"'junction_tree\.cliques\[1\]'.*distinct"),
+    (lambda o: o["cliques"].__setitem__(2, ["x2", "zz"]), r"'junction_tree\.cliques\[2\]'.*unknown attribute 'zz'"),
+    (lambda o: o["edges"].append([2, 9]), r"'junction_tree\.edges\[2\]' \(\[2, 9\]\).*indices in 0\.\.2"),
+    (lambda o: o["edges"].append([1, 1]), r"'junction_tree\.edges\[2\]'"),
+    (lambda o: o["edges"].append(["0", 2]), r"'junction_tree\.edges\[2\]'"),
+    (lambda o: o["edges"].append([2, 0]), r"'junction_tree\.edges'.*contain a cycle"),
+    (lambda o: o["edges"].append([1, 0]), r"'junction_tree\.edges'.*contain a cycle"),
+    (lambda o: o.update(edges=[[0, 1]]), r"'junction_tree\.roots' \(\[0\]\) misses clique 2.*one root per"),
+    (lambda o: o.update(roots=[0, 1]), r"'junction_tree\.roots'.*lists clique 1, which has a parent"),
+    (lambda o: o.update(order=[0, 1]), r"'junction_tree\.order'.*permutation of 0\.\.2"),
+    (lambda o: o.update(order=[1, 0, 2]), r"'junction_tree\.order'.*puts clique 1 before its parent 0"),
+    (lambda o: o.update(edges=[[0, 2], [2, 1]], order=[0, 2, 1]),
+     r"running intersection.*'x1'"),
+    (lambda o: o.update(fill_edges=[["x0"]]), r"'junction_tree\.fill_edges'"),
+])
+def test_junction_tree_from_dict_rejects(change, match):
+    from lopub.dependency import JunctionTree
+
+    obj = chain_tree_dict()
+    assert JunctionTree.from_dict(obj, domain_of(4)).edges == [(0, 1), (1, 2)]
+    change(obj)
+    with pytest.raises(ValueError, match=match):
+        JunctionTree.from_dict(obj, domain_of(4))
+
+
+def test_junction_tree_from_dict_two_parents():
+    from lopub.dependency import JunctionTree
+
+    obj = {"cliques": [["x0", "x1"], ["x1", "x2"], ["x1", "x3"]], "edges": [[0, 2], [1, 2]],
+           "roots": [0, 1], "order": [0, 1, 2]}
+    with pytest.raises(ValueError, match=r"'junction_tree\.edges'.*give clique 2 two parents"):
+        JunctionTree.from_dict(obj, domain_of(4))

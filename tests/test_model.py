@@ -164,3 +164,29 @@ def test_conditional_table_zero_rows_fall_back():
     np.testing.assert_allclose(c[2], [1.0, 0.0])
     np.testing.assert_allclose(conditional_table(np.zeros((2, 2)), 2), 0.5)
     assert np.isfinite(c).all()
+
+
+def zero_cell_model():
+    """A chain A - B - C where B = 'B2' has probability exactly 0."""
+    dom = Domain.from_categories({"A": ["a0", "a1"], "B": ["B0", "B1", "B2"], "C": ["c0", "c1"]})
+    ab = np.array([[0.3, 0.2, 0.0], [0.1, 0.4, 0.0]])
+    c_given_b = np.array([[0.5, 0.5], [0.2, 0.8], [0.9, 0.1]])
+    full = Marginal(dom, ab[:, :, None] * c_given_b[None, :, :], 1000)
+    return exact_model(full, nx.Graph([("A", "B"), ("B", "C")])), full
+
+
+def test_zero_probability_condition_raises():
+    from lopub.marginal import ZeroProbabilityError
+
+    model, full = zero_cell_model()
+    for attrs in (["A"], ["A", "C"], ["C"]):  # inside a clique and by inference
+        with pytest.raises(ZeroProbabilityError,
+                           match=r"condition B=B2 has estimated probability 0; the conditional "
+                                 r"distribution of .* is undefined"):
+            model.query(attrs, where={"B": "B2"})
+    assert issubclass(ZeroProbabilityError, ValueError)
+    with pytest.raises(ZeroProbabilityError, match="condition A=a1, B=B2"):
+        full.condition({"A": "a1", "B": "B2"})
+    q = model.query(["A"], where={"B": "B1"})  # a positive condition still works
+    np.testing.assert_allclose(q.values, [1 / 3, 2 / 3])
+    assert q.meta["condition_mass"] == pytest.approx(0.6) and q.n == 600

@@ -139,3 +139,76 @@ def test_single_attribute_and_independent_data_through_fit():
     data = Dataset(rng.integers(0, 4, size=(20000, 5)), dom)
     model, rep = fit(estimator=data, phi=0.2)
     assert rep["edges"] == 0 and len(model.tree.roots) == 5
+
+
+def test_model_phi_errors_name_model_phi_before_any_estimation():
+    src = Counting(embedded_model())
+    with pytest.raises(ValueError, match=r"^model_phi \(2\.0\) must be in \(0, 1\]$"):
+        fit(estimator=src, phi=0.4, model_phi=2.0)
+    with pytest.raises(TypeError, match=r"^model_phi \('a'\) must be a real number$"):
+        fit(estimator=src, phi=0.4, model_phi="a")
+    assert src.asked == []
+
+
+def test_budget_stats_list_only_edges_in_no_clique():
+    bn = embedded_model()
+    model, rep = fit(estimator=bn, phi=0.4, clique_budget=5000, warn=False)
+    lost = [(d["a"], d["b"]) for d in rep["dropped_edges"] if not d["in_clique"]]
+    kept = [(d["a"], d["b"]) for d in rep["dropped_edges"] if d["in_clique"]]
+    assert lost and kept  # measured: age_group - relationship comes back through fill-in
+    assert model.graph.dropped == sorted(lost, key=lambda e: model.graph.edges.index(e))
+    for a, b in model.graph.edges:
+        held = any(a in c and b in c for c in model.tree.cliques)
+        assert held == ((a, b) not in model.graph.dropped)
+
+
+def test_fit_records_collection_parameters():
+    bn = embedded_model()
+    spec = CollectionSpec.from_domain(bn.domain, f=0.3)
+    reports = encode(bn.sample(800, rng=5), spec, rng=6)
+    model, rep = fit(reports, phi=0.4, method="moment", warn=False)
+    col = model.collection
+    assert col == rep["collection"]
+    assert col["f"] == 0.3 and col["epsilon_per_record"] == pytest.approx(spec.epsilon)
+    assert col["epsilon_per_attribute"] == dict(zip(bn.domain.attrs, spec.epsilon_per_attribute))
+    assert col["h"] == dict(zip(bn.domain.attrs, spec.h)) and col["m"] == dict(zip(bn.domain.attrs, spec.m))
+    # an estimator session over the reports also knows them; exact marginals do not
+    assert fit(estimator=make_estimator(reports, "moment"), phi=0.4, warn=False)[1]["collection"] == col
+    assert fit(estimator=bn, phi=0.4, warn=False)[0].collection is None
+
+
+class FakeStream:
+    def __init__(self, tty):
+        self.tty, self.text = tty, ""
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def run_progress(stream):
+    from lopub.pipeline import ConsoleProgress
+
+    p = ConsoleProgress(stream, line_interval=1e9)  # no time-based lines: deterministic
+    for stage, total in (("one-way marginals", 5), ("pairwise joints", 300)):
+        for i in range(total + 1):
+            p(stage, i, total)
+            p.em(i, 100)
+    return stream.text
+
+
+def test_progress_without_a_tty_prints_plain_lines():
+    text = run_progress(FakeStream(tty=False))
+    assert "\r" not in text
+    assert text.splitlines() == ["  one-way marginals: 0/5", "  one-way marginals: 5/5",
+                                 "  pairwise joints: 0/300", "  pairwise joints: 300/300"]
+
+
+def test_progress_on_a_tty_rewrites_one_line():
+    text = run_progress(FakeStream(tty=True))
+    assert text.count("\r") >= 4 and text.endswith("300/300\n")

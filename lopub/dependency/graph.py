@@ -10,6 +10,7 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4, Eq. 24 and Eq. 26.
 from __future__ import annotations
 
 import itertools
+import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -22,17 +23,17 @@ from .cache import MarginalCache, Progress
 from .mi import pairwise_mi
 
 
-def check_phi(phi: float) -> float:
-    """``phi`` must be a real number in (0, 1].
+def check_phi(phi: float, name: str = "phi") -> float:
+    """``phi`` must be a real number in (0, 1]; errors name the parameter ``name``.
 
     References
     ----------
     Ren et al., IEEE TIFS 2018, Eq. 26.
     """
     if isinstance(phi, bool) or not isinstance(phi, numbers.Real):
-        raise TypeError(f"phi ({phi!r}) must be a real number")
+        raise TypeError(f"{name} ({phi!r}) must be a real number")
     if not 0.0 < float(phi) <= 1.0:
-        raise ValueError(f"phi ({phi}) must be in (0, 1]")
+        raise ValueError(f"{name} ({phi}) must be in (0, 1]")
     return float(phi)
 
 
@@ -80,29 +81,96 @@ class DependencyGraph:
         """Edges as pairs in domain order, sorted."""
         return sorted_edges(self.graph.edges(), self.domain)
 
+    @property
+    def dropped(self) -> list[tuple[str, str]]:
+        """Edges of this graph dropped for the clique budget and held by no clique.
+
+        They are dependencies the data show but that neither the model nor the
+        synthetic release contains (``stats['dropped_for_budget']``, set by
+        :func:`lopub.pipeline.dependency`).
+        """
+        gone = {frozenset(e) for e in self.stats.get("dropped_for_budget", [])}
+        return [e for e in self.edges if frozenset(e) in gone]
+
     def decisions(self) -> list[dict[str, Any]]:
-        """One row per pair: mi, tau, computed, edge (the threshold decision)."""
+        """One row per pair: mi, tau, computed, edge (the threshold decision), dropped_for_budget."""
         out = []
+        gone = {frozenset(e) for e in self.dropped}
         for i, j in itertools.combinations(range(len(self.domain)), 2):
             a, b = self.domain.attrs[i], self.domain.attrs[j]
             m = self.mi[i, j]
             out.append({"a": a, "b": b, "mi": None if np.isnan(m) else float(m),
                         "tau": float(self.thresholds[i, j]), "computed": bool(not np.isnan(m)),
-                        "edge": bool(self.graph.has_edge(a, b))})
+                        "edge": bool(self.graph.has_edge(a, b)),
+                        "dropped_for_budget": frozenset((a, b)) in gone})
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"attrs": list(self.domain.attrs), "phi": self.phi,
                 "mi": [[None if np.isnan(x) else float(x) for x in row] for row in self.mi],
-                "edges": [list(e) for e in self.edges], "decisions": self.decisions(),
-                "stats": dict(self.stats)}
+                "edges": [list(e) for e in self.edges],
+                "dropped_for_budget": [list(e) for e in self.dropped],
+                "decisions": self.decisions(), "stats": dict(self.stats)}
 
     @classmethod
-    def from_dict(cls, obj: dict[str, Any], domain: Domain) -> "DependencyGraph":
-        mi = np.array([[np.nan if x is None else x for x in row] for row in obj["mi"]], dtype=float)
-        g = build_graph(domain, mi, obj["phi"], edges=[tuple(e) for e in obj["edges"]])
-        return cls(domain, float(obj["phi"]), mi, threshold_matrix(domain, obj["phi"]), g,
-                   dict(obj.get("stats", {})))
+    def from_dict(cls, obj: Any, domain: Domain) -> "DependencyGraph":
+        """Rebuild from :meth:`to_dict`; ``ValueError`` naming the field when it is malformed.
+
+        References
+        ----------
+        Ren et al., IEEE TIFS 2018, Alg. 4, Eq. 26.
+        """
+        if not isinstance(obj, dict):
+            raise ValueError(f"graph ({type(obj).__name__}) must be a JSON object")
+        for key in ("phi", "mi", "edges"):
+            if key not in obj:
+                raise ValueError(f"graph lacks the field {key!r}")
+        phi = check_phi(obj["phi"], "graph.phi")
+        if obj.get("attrs", list(domain.attrs)) != list(domain.attrs):
+            raise ValueError(f"graph.attrs ({obj['attrs']!r:.60}) must be the domain's attributes "
+                             f"{list(domain.attrs)}")
+        d = len(domain)
+        rows = obj["mi"]
+        ok = isinstance(rows, list) and len(rows) == d and all(
+            isinstance(r, list) and len(r) == d and all(x is None or (
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0)
+                for x in r) for r in rows)
+        if not ok:
+            raise ValueError(f"graph.mi must be a {d} x {d} matrix of finite numbers >= 0 or null "
+                             f"(not computed), one row and column per attribute {list(domain.attrs)}")
+        mi = np.array([[np.nan if x is None else x for x in row] for row in rows], dtype=float)
+        edges = obj["edges"]
+        if not isinstance(edges, list) or not all(
+                isinstance(e, list) and len(e) == 2 and all(a in domain for a in e) and e[0] != e[1]
+                for e in edges):
+            raise ValueError(f"graph.edges ({edges!r:.60}) must be a list of [a, b] pairs of "
+                             f"different attributes of the domain")
+        stats = obj.get("stats", {})
+        if not isinstance(stats, dict):
+            raise ValueError(f"graph.stats ({stats!r:.60}) must be a JSON object")
+        dropped = stats.get("dropped_for_budget", [])
+        if not isinstance(dropped, list) or not all(
+                isinstance(e, list) and len(e) == 2 and all(a in domain for a in e) for e in dropped):
+            raise ValueError(f"graph.stats.dropped_for_budget ({dropped!r:.60}) must be a list of "
+                             f"[a, b] attribute pairs")
+        g = build_graph(domain, mi, phi, edges=[tuple(e) for e in edges])
+        return cls(domain, phi, mi, threshold_matrix(domain, phi), g, dict(stats))
+
+    def at_phi(self, phi: float) -> "DependencyGraph":
+        """The same computed MI thresholded at another ``phi`` (no pair re-estimated).
+
+        Pairs not computed (pruning) keep their decision; ``stats['rethresholded_from']``
+        records the original phi.  Dropped-for-budget marks are kept for
+        edges still present.
+
+        References
+        ----------
+        Ren et al., IEEE TIFS 2018, Alg. 4, Eq. 26.
+        """
+        phi = check_phi(phi)
+        g = rethreshold(self, phi)
+        stats = dict(self.stats, edges=g.number_of_edges(), rethresholded_from=self.phi)
+        return DependencyGraph(self.domain, phi, self.mi, threshold_matrix(self.domain, phi), g, stats)
 
 
 def sorted_edges(edges, domain: Domain) -> list[tuple[str, str]]:

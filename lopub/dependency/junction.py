@@ -14,8 +14,9 @@
   is never estimated.  Remedy (:func:`budgeted_junction_tree`): drop the
   weakest original edge inside the largest offending clique (smallest
   MI / tau, i.e. the edge that passed its threshold by the least), re-triangulate,
-  repeat.  Every dropped edge is reported and a warning is issued; a single
-  attribute larger than the budget raises :class:`~lopub.errors.BudgetError`.
+  repeat.  Every dropped edge is reported (with whether a final clique still
+  holds both ends) and a warning is issued; a single attribute larger than
+  the budget raises :class:`~lopub.errors.BudgetError`.
 
 References
 ----------
@@ -93,10 +94,125 @@ class JunctionTree:
                 "separators": [list(self.separator(i)) for i in range(len(self.cliques))]}
 
     @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> "JunctionTree":
-        return cls([tuple(c) for c in obj["cliques"]], [tuple(e) for e in obj["edges"]],
-                   list(obj["roots"]), [tuple(e) for e in obj.get("fill_edges", [])],
-                   list(obj["order"]))
+    def from_dict(cls, obj: Any, domain: Domain | None = None, *,
+                  name: str = "junction_tree") -> "JunctionTree":
+        """Rebuild from :meth:`to_dict`, validating the structure first.
+
+        Raises
+        ------
+        ValueError
+            Naming the field (``name.edges[2]``...), its value and what was
+            expected: missing keys, wrong types, indices outside the cliques,
+            attributes not in ``domain``, a cycle, a component without exactly
+            one root, an order listing a child before its parent, or a
+            violated running intersection property.
+
+        References
+        ----------
+        Jensen & Jensen (1994), junction trees; Ren et al., IEEE TIFS 2018, Sec. V-B.
+        """
+        cliques, edges, roots, order, fill = _parse_tree(obj, domain, name)
+        _check_structure(cliques, edges, roots, order, name)
+        jt = cls(cliques, edges, roots, fill, order)
+        if not running_intersection(jt):
+            attr = _first_cut_attribute(jt)
+            raise ValueError(f"field {name!r} violates the running intersection property: the cliques "
+                             f"holding {attr!r} are not connected in the tree; expected a junction tree")
+        return jt
+
+
+def _bad(field_name: str, value: Any, problem: str, expected: str) -> ValueError:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return ValueError(f"field {field_name!r} ({text}) {problem}; expected {expected}")
+
+
+def _is_index(x: Any, k: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < k
+
+
+def _parse_tree(obj: Any, domain: Domain | None, name: str):
+    """Types, keys and ranges of a junction-tree dict (see :meth:`JunctionTree.from_dict`)."""
+    if not isinstance(obj, dict):
+        raise _bad(name, type(obj).__name__, "is not an object", "a JSON object")
+    for key in ("cliques", "edges", "roots", "order"):
+        if key not in obj:
+            raise ValueError(f"missing field '{name}.{key}'")
+    raw = _parse_cliques(obj["cliques"], domain, name)
+    k = len(raw)
+    edges = obj["edges"]
+    if not isinstance(edges, list):
+        raise _bad(f"{name}.edges", edges, "is not a list", "a list of [parent, child] pairs")
+    for i, e in enumerate(edges):
+        pair = isinstance(e, list) and len(e) == 2 and all(type(x) is int for x in e)
+        if not (pair and all(_is_index(x, k) for x in e) and e[0] != e[1]):
+            what = ("is not a pair of clique indices" if not pair else "joins a clique to itself"
+                    if e[0] == e[1] else "points to a clique that does not exist")
+            raise _bad(f"{name}.edges[{i}]", e, what, f"[parent, child] with clique indices in 0..{k - 1}")
+    for key in ("roots", "order"):
+        v = obj[key]
+        if not isinstance(v, list) or not all(_is_index(x, k) for x in v) or len(set(v)) != len(v):
+            raise _bad(f"{name}.{key}", v, "is not a list of distinct clique indices",
+                       f"distinct integers in 0..{k - 1}")
+    if sorted(obj["order"]) != list(range(k)):
+        raise _bad(f"{name}.order", obj["order"], "does not list every clique once",
+                   f"a permutation of 0..{k - 1}")
+    fill = obj.get("fill_edges", [])
+    if not isinstance(fill, list) or not all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(a, str) for a in e) for e in fill):
+        raise _bad(f"{name}.fill_edges", fill, "is not a list of attribute pairs", "[[a, b], ...]")
+    return ([tuple(c) for c in raw], [tuple(e) for e in edges], list(obj["roots"]),
+            list(obj["order"]), [tuple(e) for e in fill])
+
+
+def _parse_cliques(raw: Any, domain: Domain | None, name: str) -> list:
+    if not isinstance(raw, list) or not raw:
+        raise _bad(f"{name}.cliques", raw, "is not a non-empty list", "a list of attribute lists")
+    for i, c in enumerate(raw):
+        ok = isinstance(c, list) and c and all(isinstance(a, str) for a in c) and len(set(c)) == len(c)
+        if not ok:
+            raise _bad(f"{name}.cliques[{i}]", c, "is not a list of distinct attribute names",
+                       "a non-empty list of distinct strings")
+        unknown = [a for a in c if domain is not None and a not in domain]
+        if unknown:
+            raise _bad(f"{name}.cliques[{i}]", c, f"names unknown attribute {unknown[0]!r}",
+                       f"attributes of the domain {list(domain.attrs)}")
+    return raw
+
+
+def _check_structure(cliques, edges, roots, order, name: str) -> None:
+    """Forest, one parent per clique, one root per component, parents first in ``order``."""
+    k = len(cliques)
+    t = nx.Graph()
+    t.add_nodes_from(range(k))
+    t.add_edges_from(edges)
+    if t.number_of_edges() != len(edges) or not nx.is_forest(t):
+        raise _bad(f"{name}.edges", [list(e) for e in edges], "contain a cycle",
+                   "a tree (forest) over the cliques")
+    children = [c for _, c in edges]
+    twice = sorted({c for c in children if children.count(c) > 1})
+    if twice:
+        raise _bad(f"{name}.edges", [list(e) for e in edges], f"give clique {twice[0]} two parents",
+                   "one parent per non-root clique")
+    orphans = sorted(set(range(k)) - set(children) - set(roots))
+    wrong = sorted(set(roots) & set(children))
+    if orphans or wrong:
+        what = (f"misses clique {orphans[0]}, which has no parent" if orphans
+                else f"lists clique {wrong[0]}, which has a parent")
+        raise _bad(f"{name}.roots", roots, what, "one root per connected component of the tree")
+    pos = {c: i for i, c in enumerate(order)}
+    late = [(p, c) for p, c in edges if pos[p] > pos[c]]
+    if late:
+        raise _bad(f"{name}.order", order, f"puts clique {late[0][1]} before its parent {late[0][0]}",
+                   "parents before children")
+
+
+def _first_cut_attribute(jt: JunctionTree) -> str:
+    t = jt.to_nx()
+    for a in dict.fromkeys(a for c in jt.cliques for a in c):
+        if not nx.is_connected(t.subgraph([i for i, c in enumerate(jt.cliques) if a in c])):
+            return a
+    return ""
 
 
 def elimination_order(graph: nx.Graph, domain: Domain, heuristic: str = "min-fill"
@@ -221,7 +337,10 @@ def budgeted_junction_tree(graph: nx.Graph, domain: Domain, clique_budget: int =
     Returns
     -------
     (JunctionTree, graph actually used, dropped) where ``dropped`` lists
-    ``{"a", "b", "strength", "clique", "cells"}`` per removed edge.
+    ``{"a", "b", "strength", "clique", "cells", "in_clique"}`` per removed
+    edge; ``in_clique`` is True when re-triangulation put both ends back into
+    one clique of the final tree (the pair is still modelled jointly), False
+    when no clique holds the pair (the dependency is lost to the budget).
 
     Raises
     ------
@@ -254,8 +373,12 @@ def budgeted_junction_tree(graph: nx.Graph, domain: Domain, clique_budget: int =
         dropped.append({"a": a, "b": b, "strength": strength(g, a, b), "clique": list(worst),
                         "cells": domain.cells(list(worst))})
         g.remove_edge(a, b)
+    for d in dropped:  # re-triangulation may put both ends back into one clique (fill-in)
+        d["in_clique"] = any(d["a"] in c and d["b"] in c for c in jt.cliques)
+    lost = [(d["a"], d["b"]) for d in dropped if not d["in_clique"]]
     if dropped and warn:
         warnings.warn(
             f"clique_budget ({clique_budget} cells) exceeded; dropped {len(dropped)} weakest "
-            f"edge(s) {[(d['a'], d['b']) for d in dropped]} to split the cliques", stacklevel=2)
+            f"edge(s) {[(d['a'], d['b']) for d in dropped]} to split the cliques; "
+            f"{len(lost)} of them end up in no clique: {lost}", stacklevel=2)
     return jt, g, dropped
