@@ -6,7 +6,8 @@ Longitudinal (memoized two rounds): :class:`LGRR`, :class:`LSUE`,
 BLAKE2b on a device secret, JSON state) and :class:`MemoFleet` (simulation).
 Multidimensional: :class:`SPL`, :class:`SMP`, :class:`Allomfree`.
 Local information privacy: :class:`RRLIP`, :class:`UELIP`, :class:`LHLIP`,
-:class:`BinaryBoundedLIP`.  Post-processing: :func:`postprocess`.
+:class:`BinaryBoundedLIP`, :class:`ChannelLIP` (a given, checked channel);
+channel helpers in :mod:`lopub.oracles.lip_channel`.  Post-processing: :func:`postprocess`.
 
 References
 ----------
@@ -14,7 +15,16 @@ Arcolezi et al., Digital Communications and Networks 2022 (ALLOMFREE paper);
 Jiang, Li, Tandon (LIP paper); Wang et al., USENIX Security 2017.
 """
 from lopub.oracles.allomfree import Allomfree, AllomfreeDevice, allomfree_choice, lgrr_threshold
-from lopub.oracles.lip import LHLIP, RRLIP, UELIP, BinaryBoundedLIP, lip_level, optimal_lip_matrix
+from lopub.oracles.lip import (
+    LHLIP,
+    RRLIP,
+    UELIP,
+    BinaryBoundedLIP,
+    ChannelLIP,
+    lip_level,
+    optimal_lip_matrix,
+)
+from lopub.oracles.lip_channel import inversion_variance, lip_fallback_channel
 from lopub.oracles.longitudinal import LGRR, LOSUE, LOUE, LSUE, make_longitudinal
 from lopub.oracles.memo import DeviceClient, MemoFleet, new_secret
 from lopub.oracles.multidim import SMP, SPL, SampledReports
@@ -26,6 +36,6 @@ __all__ = [
     "LGRR", "LSUE", "LOSUE", "LOUE", "make_longitudinal",
     "DeviceClient", "MemoFleet", "new_secret",
     "SPL", "SMP", "SampledReports", "Allomfree", "AllomfreeDevice", "allomfree_choice",
-    "lgrr_threshold", "RRLIP", "UELIP", "LHLIP", "BinaryBoundedLIP", "lip_level",
-    "optimal_lip_matrix", "Estimate", "postprocess",
+    "lgrr_threshold", "RRLIP", "UELIP", "LHLIP", "BinaryBoundedLIP", "ChannelLIP", "lip_level",
+    "optimal_lip_matrix", "lip_fallback_channel", "inversion_variance", "Estimate", "postprocess",
 ]

@@ -35,6 +35,7 @@ from lopub.oracles.memo import (
 )
 from lopub.oracles.multidim import (
     SampledReports,
+    check_attributes,
     check_codes,
     check_sizes,
     estimate_per_attr,
@@ -111,12 +112,16 @@ class Allomfree:
 
     def perturb(self, codes: Any, *, rng: np.random.Generator | int | None = None,
                 attributes: Any = None) -> SampledReports:
-        """One report per user with a fresh permanent round (one-shot simulation)."""
+        """One report per user with a fresh permanent round (one-shot simulation).
+
+        ``attributes``, if given, is each user's sampled attribute: integers
+        of shape ``(n,)`` (or ``(n, 1)``) in ``[0, d)``; anything else raises.
+        """
         codes = check_codes(codes, self.sizes)
         rng = resolve_rng(rng)
         if attributes is None:
             attributes = sample_attributes(codes.shape[0], len(self.sizes), 1, rng)
-        attributes = np.asarray(attributes, dtype=np.int64).reshape(-1, 1)
+        attributes = check_attributes(attributes, codes.shape[0], len(self.sizes), 1)
         groups = split_by_attribute(attributes, len(self.sizes))
         per_attr = tuple(self.protocols[j].perturb(codes[users, j], rng=rng)
                          for j, users in enumerate(groups))

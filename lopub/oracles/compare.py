@@ -6,9 +6,11 @@ Every protocol gets the same total budget ``epsilon`` per user:
   whole record (Eq. 8), one-way marginals by EM.
 * ``spl-<oracle>`` / ``smp-<oracle>``: SPL (``epsilon / d`` per attribute)
   or SMP (one sampled attribute at ``epsilon``) with a one-shot oracle.
-* ``smp-l-<protocol>`` and ``allomfree``: longitudinal protocols with
-  ``eps_inf = epsilon`` (the bound over all reports) and
-  ``eps_1 = eps1_ratio * epsilon`` for one report; one round is simulated.
+* ``spl-l-<protocol>``, ``smp-l-<protocol>`` and ``allomfree``:
+  longitudinal protocols with ``eps_inf = epsilon`` (the bound over all
+  reports) and ``eps_1 = eps1_ratio * epsilon`` for one report; one round is
+  simulated.  ``lgrr_variant`` picks the paper's L-GRR (reproduction) or the
+  exact one (spends eps_1 fully) for ``*-l-grr`` and ``allomfree``.
 
 The error is ``MSE_avg = (1/d) sum_j (1/k_j) sum_v (f_v - f_hat_v)^2``
 after the chosen post-processing (clip-and-renormalize by default, as the
@@ -28,11 +30,14 @@ import numpy as np
 
 from lopub._util import resolve_rng
 from lopub.oracles.allomfree import Allomfree
-from lopub.oracles.multidim import SMP, SPL, check_codes, check_sizes
+from lopub.oracles.longitudinal import LONGITUDINAL
+from lopub.oracles.multidim import SMP, SPL, check_codes, check_lgrr_variant, check_sizes
+from lopub.oracles.oneshot import ONESHOT
 from lopub.oracles.postprocess import postprocess
 
-DEFAULT_PROTOCOLS = ("bloom", "spl-grr", "spl-oue", "spl-olh", "smp-grr", "smp-oue",
-                     "smp-sue", "smp-olh", "smp-l-sue", "smp-l-oue", "allomfree")
+DEFAULT_PROTOCOLS = ("bloom", "spl-grr", "spl-sue", "spl-oue", "spl-olh", "spl-blh",
+                     "smp-grr", "smp-sue", "smp-oue", "smp-olh", "smp-blh", "smp-l-grr",
+                     "smp-l-sue", "smp-l-osue", "smp-l-oue", "allomfree")
 ADULT_CATEGORICAL = ("workclass", "education", "marital-status", "occupation",
                      "relationship", "race", "sex", "native-country", "income")
 
@@ -90,21 +95,36 @@ def bloom_one_way(reports: Any, max_iter: int = 1000, tol: float = 1e-6) -> list
     return out
 
 
-def _oracle_scheme(name: str, eps: float, sizes: tuple, eps1_ratio: float) -> Any:
+def check_protocols(protocols: Any) -> tuple[str, ...]:
+    """Check protocol names up front: ``bloom``, ``allomfree``, ``spl-<oracle>``
+    or ``smp-<oracle>`` with a one-shot or longitudinal oracle."""
+    if isinstance(protocols, str) or not hasattr(protocols, "__iter__"):
+        raise TypeError(f"protocols ({protocols!r}) must be a sequence of names")
+    names = tuple(protocols)
+    oracles = sorted(ONESHOT) + sorted(LONGITUDINAL)
+    valid = {"bloom", "allomfree"} | {f"{kind}-{o}" for kind in ("spl", "smp") for o in oracles}
+    bad = [p for p in names if p not in valid]
+    if bad or not names:
+        raise ValueError(f"protocols ({', '.join(map(repr, bad)) or 'none'}) must be 'bloom', "
+                         f"'allomfree', 'spl-<oracle>' or 'smp-<oracle>' with <oracle> in "
+                         f"{oracles}")
+    return names
+
+
+def _oracle_scheme(name: str, eps: float, sizes: tuple, eps1_ratio: float,
+                   lgrr_variant: str = "paper") -> Any:
     if name == "allomfree":
-        return Allomfree(eps, eps1_ratio * eps, sizes)
+        return Allomfree(eps, eps1_ratio * eps, sizes, lgrr_variant)
     kind, _, oracle = name.partition("-")
-    if kind not in ("spl", "smp") or not oracle:
-        raise ValueError(f"protocol ({name!r}) must be 'bloom', 'allomfree', "
-                         f"'spl-<oracle>' or 'smp-<oracle>'")
+    check_protocols([name])
     eps_1 = eps1_ratio * eps if oracle.startswith("l-") else None
-    return SPL(oracle, eps, sizes, eps_1=eps_1) if kind == "spl" else SMP(oracle, eps, sizes,
-                                                                         eps_1=eps_1)
+    cls = SPL if kind == "spl" else SMP
+    return cls(oracle, eps, sizes, eps_1=eps_1, lgrr_variant=lgrr_variant)
 
 
 def run_protocol(name: str, codes: np.ndarray, sizes: tuple, epsilon: float, *,
                  rng: np.random.Generator, eps1_ratio: float = 0.6,
-                 dataset: Any = None) -> list[np.ndarray]:
+                 dataset: Any = None, lgrr_variant: str = "paper") -> list[np.ndarray]:
     """Collect and estimate the one-way marginals (raw) with one protocol."""
     if name == "bloom":
         from lopub.client import encode
@@ -114,20 +134,25 @@ def run_protocol(name: str, codes: np.ndarray, sizes: tuple, epsilon: float, *,
             raise ValueError("protocol 'bloom' needs dataset (a lopub Dataset)")
         spec = CollectionSpec.from_domain(dataset.domain, epsilon=epsilon)
         return bloom_one_way(encode(dataset, spec, rng=rng))
-    scheme = _oracle_scheme(name, epsilon, sizes, eps1_ratio)
+    scheme = _oracle_scheme(name, epsilon, sizes, eps1_ratio, lgrr_variant)
     return scheme.estimate(scheme.perturb(codes, rng=rng))
 
 
 def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
             protocols: Sequence[str] = DEFAULT_PROTOCOLS, *, runs: int = 1,
             eps1_ratio: float = 0.6, method: str = "clip", dataset: Any = None,
+            lgrr_variant: str = "paper",
             rng: np.random.Generator | int | None = None) -> list[dict]:
     """MSE_avg and wall time of each protocol at each epsilon (mean over ``runs``).
 
+    Unknown protocol names raise ``ValueError`` before anything runs.
     Returns one dict per (protocol, epsilon) with keys ``protocol``,
     ``epsilon``, ``mse_avg``, ``seconds`` (collection + estimation, per run)
-    and ``error`` (``None`` or why the protocol could not run).
+    and ``error`` (``None`` or why the protocol could not run at that
+    setting, e.g. L-OUE's feasibility limit).
     """
+    protocols = check_protocols(protocols)
+    lgrr_variant = check_lgrr_variant(lgrr_variant)
     sizes = check_sizes(sizes)
     codes = check_codes(codes, sizes)
     rng = resolve_rng(rng)
@@ -140,7 +165,8 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
                 start = time.perf_counter()
                 try:
                     raw = run_protocol(name, codes, sizes, float(eps), rng=rng,
-                                       eps1_ratio=eps1_ratio, dataset=dataset)
+                                       eps1_ratio=eps1_ratio, dataset=dataset,
+                                       lgrr_variant=lgrr_variant)
                 except ValueError as exc:
                     error = str(exc)
                     break
@@ -154,7 +180,8 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
 
 
 def format_table(rows: list[dict]) -> str:
-    """Plain-text table: one line per protocol, one column per epsilon."""
+    """Plain-text table: one line per protocol, one column per epsilon; settings
+    that could not run show ``error`` and the reason is listed below."""
     eps = sorted({r["epsilon"] for r in rows})
     names = list(dict.fromkeys(r["protocol"] for r in rows))
     cell = {(r["protocol"], r["epsilon"]): r for r in rows}
@@ -164,7 +191,9 @@ def format_table(rows: list[dict]) -> str:
         parts = []
         for e in eps:
             r = cell.get((name, e))
-            parts.append(f"{'n/a':>22}" if r is None or r["mse_avg"] is None
-                         else f"{r['mse_avg']:>12.3e}{r['seconds']:>10.3f}")
+            parts.append(f"{'n/a':>22}" if r is None else f"{'error':>22}"
+                         if r["mse_avg"] is None else f"{r['mse_avg']:>12.3e}{r['seconds']:>10.3f}")
         lines.append(f"{name:<14}" + "".join(parts))
+    lines += [f"error: {r['protocol']} at eps={r['epsilon']:g}: {r['error']}"
+              for r in rows if r.get("error")]
     return "\n".join(lines)

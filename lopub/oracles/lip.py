@@ -10,8 +10,11 @@ collected.
 Estimators.  ``method="bayes"`` is the paper's posterior mean
 ``f_k = (1/n) sum_i P(X_i = k | Y_i)``: it is unbiased **only when the data
 follow the prior** (otherwise it is pulled toward the prior).
-``method="invert"`` solves ``Q^T f = E[counts] / n`` and is unbiased for any
-data.
+``method="invert"`` solves ``Q^T f = E[counts] / n``: unbiased for any data
+when the channel is invertible (every channel lopub builds is; a singular or
+numerically rank-deficient channel raises ``ValueError``).  The channel
+checks, the linear program and the full-rank fallback live in
+:mod:`lopub.oracles.lip_channel`.
 
 References
 ----------
@@ -26,10 +29,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linprog
 
-from lopub._util import check_open_unit, resolve_rng
+from lopub._util import check_int, check_open_unit, resolve_rng
 from lopub.oracles.base import check_epsilon, check_values
+from lopub.oracles.lip_channel import (
+    MAX_CONDITION,
+    check_channel,
+    check_prior,
+    lip_fallback_channel,
+    lip_level,
+    optimal_lip_matrix,
+)
 from lopub.oracles.oneshot import (
     aggregate_unary,
     draw_hash_seeds,
@@ -38,61 +48,11 @@ from lopub.oracles.oneshot import (
     ue_output_matrix,
 )
 
+__all__ = ["ChannelLIP", "RRLIP", "BinaryBoundedLIP", "UELIP", "LHLIP", "check_prior",
+           "lip_level", "optimal_lip_matrix"]
+
 ON_INVALID = ("raise", "lp")
 _CHUNK = 1 << 16
-
-
-def check_prior(prior: Any) -> np.ndarray:
-    """A prior: 1-D, at least 2 entries, all > 0, summing to 1 (within 1e-9)."""
-    arr = np.asarray(prior, dtype=float)
-    if arr.ndim != 1 or arr.size < 2:
-        raise ValueError(f"prior (shape {arr.shape}) must be a 1-D array of >= 2 probabilities")
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0) or abs(arr.sum() - 1) > 1e-9:
-        raise ValueError(f"prior ({arr.tolist()}) must be positive and sum to 1")
-    return arr / arr.sum()
-
-
-def lip_level(matrix: Any, prior: Any) -> float:
-    """Exact LIP level ``max_{x,y} |ln(lambda_y / Q[x, y])|`` of a channel under a prior."""
-    q = np.asarray(matrix, dtype=float)
-    lam = np.asarray(prior, dtype=float) @ q
-    used = lam > 0
-    if np.any(q[:, used] <= 0):
-        return float("inf")
-    return float(np.max(np.abs(np.log(lam[used][None, :] / q[:, used]))))
-
-
-def optimal_lip_matrix(priors: Any, epsilon: float, weights: Any = None) -> np.ndarray:
-    """Square channel maximizing ``sum_x w_x Q[x, x]``, eps-LIP for every given prior.
-
-    A linear program: ``Q >= 0``, rows sum to 1, and for each prior
-    ``lambda_y <= e^eps Q[x, y]`` and ``Q[x, y] <= e^eps lambda_y``.  With
-    the interval's two end priors it is eps-LIP for every prior in between
-    (the constraints are affine in the prior).  ``weights`` default to the
-    first prior (expected probability of a truthful report).
-    """
-    priors = np.atleast_2d(np.asarray(priors, dtype=float))
-    eps = check_epsilon("epsilon", epsilon)
-    k = priors.shape[1]
-    w = priors[0] if weights is None else np.asarray(weights, dtype=float)
-    rows = []
-    for prior in priors:  # one or two priors; each adds 2 k^2 constraints
-        for x in range(k):
-            for y in range(k):
-                lam = np.zeros((k, k))
-                lam[:, y] = prior
-                own = np.zeros((k, k))
-                own[x, y] = 1.0
-                rows.append((lam - np.exp(eps) * own).ravel())
-                rows.append((own - np.exp(eps) * lam).ravel())
-    a_eq = np.kron(np.eye(k), np.ones(k))
-    cost = -(np.eye(k) * w[:, None]).ravel()
-    res = linprog(cost, A_ub=np.array(rows), b_ub=np.zeros(len(rows)), A_eq=a_eq,
-                  b_eq=np.ones(k), bounds=(0, 1), method="highs")
-    if not res.success:
-        raise ValueError(f"no eps-LIP channel found for epsilon ({eps}): {res.message}")
-    q = np.clip(res.x.reshape(k, k), 0.0, None)
-    return q / q.sum(axis=1, keepdims=True)
 
 
 def _sample_rows(matrix: np.ndarray, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -134,7 +94,8 @@ class _MatrixLIP:
 
     def estimate(self, reports: Any, method: str = "bayes") -> np.ndarray:
         """Frequencies: posterior mean (``"bayes"``, unbiased only if the data
-        follow the prior) or matrix inversion (``"invert"``, unbiased)."""
+        follow the prior) or matrix inversion (``"invert"``, unbiased for any
+        data; ``ValueError`` if the channel is singular)."""
         counts = self.aggregate(reports)
         return self.estimate_from_counts(counts, int(counts.sum()), method)
 
@@ -148,12 +109,60 @@ class _MatrixLIP:
             post = (self.prior[:, None] * self.matrix) / np.where(lam > 0, lam, 1.0)[None, :]
             return post @ counts / n
         if method == "invert":
-            return np.linalg.lstsq(self.matrix.T, counts / n, rcond=None)[0]
+            self._check_invertible()
+            return np.linalg.solve(self.matrix.T, counts / n)
         raise ValueError(f"method ({method!r}) must be 'bayes' or 'invert'")
+
+    def _check_invertible(self) -> None:
+        cond = np.linalg.cond(self.matrix)
+        if not cond <= MAX_CONDITION:
+            raise ValueError(
+                f"method ('invert') needs an invertible channel: its condition number "
+                f"({cond:.3g}) exceeds {MAX_CONDITION:.0e}, so Q^T f = counts / n has no "
+                f"unique solution; use method='bayes'")
 
     def lip_level(self) -> float:
         """Exact LIP level of the channel under the prior."""
         return lip_level(self.matrix, self.prior)
+
+    def variance(self, n: int, f: Any = None) -> np.ndarray:
+        """Variance of each ``method="invert"`` estimate for a fixed dataset of
+        ``n`` users with frequencies ``f`` (default the prior): the diagonal of
+        ``Q^-T (diag(f Q) - Q^T diag(f) Q) Q^-1 / n``."""
+        n = check_int("n", n, 1)
+        f = self.prior if f is None else np.asarray(f, dtype=float)
+        self._check_invertible()
+        inv = np.linalg.inv(self.matrix)
+        cov = np.diag(f @ self.matrix) - self.matrix.T @ (f[:, None] * self.matrix)
+        return np.einsum("yi,yz,zi->i", inv, cov, inv) / n
+
+
+class ChannelLIP(_MatrixLIP):
+    """A given square channel, checked to be eps-LIP under ``prior``.
+
+    The server side of a collection whose clients used ``matrix`` (e.g. the
+    channel stored in a reports file): ``matrix`` must be ``(k, k)`` with
+    ``k = len(prior)``, finite, non-negative, rows summing to 1 (within
+    1e-9), and its exact LIP level under ``prior`` at most
+    ``epsilon (1 + rtol)``; otherwise ``ValueError``.
+
+    References
+    ----------
+    LIP paper, Def. 1.
+    """
+
+    def __init__(self, prior: Any, epsilon: float, matrix: Any, *, rtol: float = 1e-9,
+                 name: str = "matrix") -> None:
+        self.prior = check_prior(prior)
+        self.epsilon = check_epsilon("epsilon", epsilon)
+        self.matrix = check_channel(matrix, self.prior, self.epsilon, name, rtol)
+        self.mechanism = "given"
+
+
+def _check_on_invalid(on_invalid: str) -> str:
+    if on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid ({on_invalid!r}) must be one of {ON_INVALID}")
+    return on_invalid
 
 
 class RRLIP(_MatrixLIP):
@@ -162,8 +171,14 @@ class RRLIP(_MatrixLIP):
     Valid only when ``min_k P_k >= 1 / (e^eps + 1)`` (the paper omits this:
     at ``P = (0.1, 0.2, 0.7)``, ``eps = 1`` the true level is 1.90).  With
     ``on_invalid="raise"`` an invalid prior raises ``ValueError``; with
-    ``"lp"`` the optimal eps-LIP channel from :func:`optimal_lip_matrix` is
-    used instead (``self.mechanism`` says which).
+    ``"lp"`` the full-rank eps-LIP channel of
+    :func:`~lopub.oracles.lip_channel.lip_fallback_channel` is used: the
+    point of the segment from the LP optimum to GRR that minimizes the
+    inversion variance under the prior (never worse than GRR at eps).
+    ``self.mechanism`` says which (``"rr"`` or ``"lp"``); ``self.fallback``
+    holds the fallback's details (``None`` for ``"rr"``).  The LP optimum is
+    not unique across solvers and versions: a server must use the channel
+    the clients used (stored with the reports), never re-solve.
 
     References
     ----------
@@ -173,20 +188,21 @@ class RRLIP(_MatrixLIP):
     def __init__(self, prior: Any, epsilon: float, on_invalid: str = "raise") -> None:
         self.prior = check_prior(prior)
         self.epsilon = check_epsilon("epsilon", epsilon)
-        if on_invalid not in ON_INVALID:
-            raise ValueError(f"on_invalid ({on_invalid!r}) must be one of {ON_INVALID}")
+        _check_on_invalid(on_invalid)
         keep = np.exp(-self.epsilon)
         rr = (1 - keep) * np.eye(self.k) + keep * self.prior[None, :]
         bound = 1 / (np.exp(self.epsilon) + 1)
+        self.fallback = None
         if self.prior.min() >= bound:
             self.matrix, self.mechanism = rr, "rr"
         elif on_invalid == "raise":
             raise ValueError(
                 f"prior minimum ({self.prior.min():.6g}) must be >= 1/(e^eps + 1) = {bound:.6g} "
                 f"for RR-LIP at epsilon ({self.epsilon}); its true LIP level would be "
-                f"{lip_level(rr, self.prior):.4g}. Use on_invalid='lp' for the optimal channel")
+                f"{lip_level(rr, self.prior):.4g}. Use on_invalid='lp' for a fallback channel")
         else:
-            self.matrix, self.mechanism = optimal_lip_matrix(self.prior, self.epsilon), "lp"
+            self.fallback = lip_fallback_channel(self.prior, self.epsilon)
+            self.matrix, self.mechanism = self.fallback.matrix, "lp"
 
 
 class BinaryBoundedLIP(_MatrixLIP):
@@ -194,11 +210,13 @@ class BinaryBoundedLIP(_MatrixLIP):
 
     Prop. 2's ``q01 = upper / (upper - lower + e^eps)``,
     ``q10 = (1 - lower) / (upper - lower + e^eps)`` is checked on the whole
-    interval (the level is monotone in the prior, so the end points are the
-    worst case); the paper does not guarantee it.  If the check fails,
-    ``on_invalid="raise"`` raises and ``"lp"`` solves for the best channel
-    with the LIP constraints at both end points.  ``prior`` (``P(X = 1)``,
-    default the midpoint) is what the Bayesian estimator assumes.
+    interval (the constraints are affine in the prior, so the end points are
+    the worst case); the paper does not guarantee it.  If the check fails,
+    ``on_invalid="raise"`` raises and ``"lp"`` uses the full-rank fallback of
+    :func:`~lopub.oracles.lip_channel.lip_fallback_channel` with the LIP
+    constraints at both end points (LP optimum with unit weights, segment to
+    GRR, variance under ``prior``).  ``prior`` (``P(X = 1)``, default the
+    midpoint) is what the Bayesian estimator assumes.
 
     References
     ----------
@@ -212,13 +230,13 @@ class BinaryBoundedLIP(_MatrixLIP):
             raise ValueError(f"lower ({lower}) must be <= upper ({upper})")
         self.lower, self.upper = lower, upper
         self.epsilon = check_epsilon("epsilon", epsilon)
-        if on_invalid not in ON_INVALID:
-            raise ValueError(f"on_invalid ({on_invalid!r}) must be one of {ON_INVALID}")
+        _check_on_invalid(on_invalid)
         p1 = (lower + upper) / 2 if prior is None else check_open_unit("prior", prior)
         self.prior = np.array([1 - p1, p1])
         den = upper - lower + np.exp(self.epsilon)
         q01, q10 = upper / den, (1 - lower) / den
         self.matrix, self.mechanism = np.array([[1 - q01, q01], [q10, 1 - q10]]), "prop2"
+        self.fallback = None
         worst = self.worst_case_level()
         if worst > self.epsilon * (1 + 1e-9):
             if on_invalid == "raise":
@@ -226,8 +244,8 @@ class BinaryBoundedLIP(_MatrixLIP):
                     f"Prop. 2 channel has worst-case LIP level {worst:.6g} > epsilon "
                     f"({self.epsilon}) over priors [{lower}, {upper}]; use on_invalid='lp'")
             ends = [[1 - lower, lower], [1 - upper, upper]]
-            self.matrix = optimal_lip_matrix(ends, self.epsilon, weights=[1.0, 1.0])
-            self.mechanism = "lp"
+            self.fallback = lip_fallback_channel(ends, self.epsilon, self.prior, [1.0, 1.0])
+            self.matrix, self.mechanism = self.fallback.matrix, "lp"
 
     def worst_case_level(self) -> float:
         """Largest LIP level over priors in ``[lower, upper]`` (end points and a grid)."""
@@ -303,8 +321,7 @@ class LHLIP:
     def __init__(self, prior: Any, epsilon: float, g: int = 2, max_redraws: int = 200) -> None:
         self.prior = check_prior(prior)
         self.epsilon = check_epsilon("epsilon", epsilon)
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 2:
-            raise ValueError(f"g ({g!r}) must be an integer >= 2")
+        g = check_int("g", g, 2)
         if g / (np.exp(self.epsilon) + 1) > 1:
             raise ValueError(f"g ({g}) must be <= e^eps + 1 = {np.exp(self.epsilon) + 1:.4g}: "
                              f"otherwise no bucket mass can reach 1/(e^eps + 1)")

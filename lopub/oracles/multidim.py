@@ -10,7 +10,8 @@ Records are integer codes ``(n, d)`` against domain sizes ``sizes``.
 
 Both work with the one-shot oracles (``grr``, ``sue``, ``oue``, ``olh``,
 ``blh``) and with the longitudinal protocols (``l-grr``, ``l-sue``,
-``l-osue``, ``l-oue``; pass ``eps_1`` and both budgets are split).
+``l-osue``, ``l-oue``; pass ``eps_1`` and both budgets are split;
+``lgrr_variant`` picks the paper's or the exact L-GRR).
 
 References
 ----------
@@ -28,7 +29,7 @@ import numpy as np
 
 from lopub._util import check_int, resolve_rng
 from lopub.oracles.base import SupportOracle, check_domain_size, check_epsilon
-from lopub.oracles.longitudinal import LONGITUDINAL, make_longitudinal
+from lopub.oracles.longitudinal import LGRR_VARIANTS, LONGITUDINAL, make_longitudinal
 from lopub.oracles.oneshot import ONESHOT, make_oracle
 
 
@@ -57,19 +58,60 @@ def check_codes(codes: Any, sizes: tuple[int, ...]) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
+def check_lgrr_variant(variant: Any) -> str:
+    """Check an L-GRR variant name (``"paper"`` or ``"exact"``)."""
+    if not isinstance(variant, str):
+        raise TypeError(f"lgrr_variant ({variant!r}) must be a string")
+    if variant not in LGRR_VARIANTS:
+        raise ValueError(f"lgrr_variant ({variant!r}) must be one of {LGRR_VARIANTS}")
+    return variant
+
+
 def build_oracle(name: str, k: int, epsilon: float, eps_1: float | None,
-                 scale: float) -> SupportOracle:
-    """One-shot or longitudinal oracle at ``scale`` times the budget(s)."""
+                 scale: float, lgrr_variant: str = "paper") -> SupportOracle:
+    """One-shot or longitudinal oracle at ``scale`` times the budget(s).
+
+    ``lgrr_variant`` (``"paper"`` or ``"exact"``) selects L-GRR's round-2
+    probabilities (see :class:`~lopub.oracles.longitudinal.LGRR`); it is
+    checked always and used only for ``l-grr``.
+    """
     if not isinstance(name, str):
         raise TypeError(f"oracle ({name!r}) must be a string")
+    lgrr_variant = check_lgrr_variant(lgrr_variant)
     if name.lower() in LONGITUDINAL:
         if eps_1 is None:
             raise ValueError(f"eps_1 (None) must be given for the longitudinal oracle {name!r}")
-        return make_longitudinal(name, epsilon * scale, eps_1 * scale, k)
+        kw = {"variant": lgrr_variant} if name.lower() == "l-grr" else {}
+        return make_longitudinal(name, epsilon * scale, eps_1 * scale, k, **kw)
     if name.lower() not in ONESHOT:
         raise ValueError(f"oracle ({name!r}) must be one of "
                          f"{sorted(ONESHOT) + sorted(LONGITUDINAL)}")
     return make_oracle(name, epsilon * scale, k)
+
+
+def check_attributes(attributes: Any, n: int, d: int, r: int) -> np.ndarray:
+    """Check sampled attribute indices: ``(n, r)`` (or ``(n,)`` when ``r = 1``)
+    integers in ``[0, d)``, no index twice in one user's row; int64 ``(n, r)``."""
+    arr = np.asarray(attributes)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"attributes (dtype {arr.dtype}) must be an integer array")
+    given = arr.shape
+    if r == 1 and arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.shape != (n, r):
+        want = f"({n}, {r})" + (f" or ({n},)" if r == 1 else "")
+        raise ValueError(f"attributes (shape {given}) must have shape {want}: "
+                         f"r sampled attribute indices for each of the n users")
+    bad = (arr < 0) | (arr >= d)
+    if bad.any():
+        raise ValueError(f"attributes contains {arr[bad][0]}; indices must be in [0, {d - 1}]")
+    if r > 1:
+        srt = np.sort(arr, axis=1)
+        dup = np.nonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))[0]
+        if dup.size:
+            raise ValueError(f"attributes row {dup[0]} ({arr[dup[0]].tolist()}) names an "
+                             f"attribute twice; each user's r indices must be distinct")
+    return arr.astype(np.int64, copy=False)
 
 
 @dataclass(frozen=True)
@@ -120,6 +162,7 @@ class SPL:
     epsilon: float
     sizes: tuple
     eps_1: float | None = None
+    lgrr_variant: str = "paper"
     oracles: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -129,7 +172,8 @@ class SPL:
         object.__setattr__(self, "sizes", sizes)
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "eps_1", eps_1)
-        oracles = tuple(build_oracle(self.oracle, k, eps, eps_1, 1 / len(sizes)) for k in sizes)
+        oracles = tuple(build_oracle(self.oracle, k, eps, eps_1, 1 / len(sizes),
+                                     self.lgrr_variant) for k in sizes)
         object.__setattr__(self, "oracles", oracles)
 
     def perturb(self, codes: Any, *, rng: np.random.Generator | int | None = None) -> list:
@@ -179,6 +223,7 @@ class SMP:
     sizes: tuple
     r: int = 1
     eps_1: float | None = None
+    lgrr_variant: str = "paper"
     oracles: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -190,18 +235,24 @@ class SMP:
         eps_1 = None if self.eps_1 is None else check_epsilon("eps_1", self.eps_1)
         for key, value in (("sizes", sizes), ("r", r), ("epsilon", eps), ("eps_1", eps_1)):
             object.__setattr__(self, key, value)
-        oracles = tuple(build_oracle(self.oracle, k, eps, eps_1, 1 / r) for k in sizes)
+        oracles = tuple(build_oracle(self.oracle, k, eps, eps_1, 1 / r, self.lgrr_variant)
+                        for k in sizes)
         object.__setattr__(self, "oracles", oracles)
 
     def perturb(self, codes: Any, *, rng: np.random.Generator | int | None = None,
                 attributes: Any = None) -> SampledReports:
-        """Sample attributes (unless given) and perturb the sampled values."""
+        """Sample attributes (unless given) and perturb the sampled values.
+
+        ``attributes``, if given, are each user's sampled indices: integers,
+        shape ``(n, r)`` (or ``(n,)`` for ``r = 1``), in ``[0, d)``, distinct
+        within a row; anything else raises (``TypeError``/``ValueError``).
+        """
         codes = check_codes(codes, self.sizes)
         rng = resolve_rng(rng)
         d = len(self.sizes)
         if attributes is None:
             attributes = sample_attributes(codes.shape[0], d, self.r, rng)
-        attributes = np.asarray(attributes, dtype=np.int64).reshape(codes.shape[0], -1)
+        attributes = check_attributes(attributes, codes.shape[0], d, self.r)
         groups = split_by_attribute(attributes, d)
         per_attr = tuple(self.oracles[j].perturb(codes[users, j], rng=rng)
                          for j, users in enumerate(groups))

@@ -51,3 +51,28 @@ def test_smp_and_allomfree_variance_with_sampling_term():
                         for _ in range(RUNS)])
         expected = np.concatenate(scheme.variance(n, f))
         np.testing.assert_allclose(est.var(axis=0, ddof=1), expected, rtol=0.15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("prior", "eps"), [([0.1, 0.2, 0.7], 1.0), ([0.2, 0.8], 0.5)])
+def test_lip_fallback_inversion_unbiased_with_formula_variance(prior, eps):
+    from lopub.oracles.lip import RRLIP
+
+    mech = RRLIP(prior, eps, on_invalid="lp")
+    assert mech.mechanism == "lp"
+    n = 1000
+    values, f = _values(n, len(prior))
+    rng = np.random.default_rng()
+    est = np.array([mech.estimate(mech.perturb(values, rng=rng), "invert") for _ in range(RUNS)])
+    np.testing.assert_allclose(est.var(axis=0, ddof=1), mech.variance(n, f), rtol=TOL)
+    assert np.all(np.abs(est.mean(axis=0) - f) < 5 * np.sqrt(mech.variance(n, f) / RUNS))
+
+
+@pytest.mark.slow
+def test_exact_lgrr_variance_matches_formula():
+    k, n = 5, 1000
+    values, f = _values(n, k)
+    proto = make_longitudinal("l-grr", 2.0, 1.0, k, variant="exact")
+    rng = np.random.default_rng()
+    est = np.array([proto.estimate(proto.perturb(values, rng=rng)) for _ in range(RUNS)])
+    np.testing.assert_allclose(est.var(axis=0, ddof=1), proto.variance(n, f), rtol=TOL)
