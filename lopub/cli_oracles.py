@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from lopub._util import seed_arg
 from lopub.oracles.allomfree import Allomfree
 from lopub.oracles.lip import LHLIP, RRLIP, UELIP, ChannelLIP
 from lopub.oracles.longitudinal import LGRR_VARIANTS, loue_max_eps1
@@ -350,7 +351,7 @@ def register(subparsers: Any) -> None:
     c.add_argument("--lgrr-variant", choices=LGRR_VARIANTS, help=LGRR_HELP)
     c.add_argument("--prior", help="JSON {attribute: [probabilities in label order]} for *-lip")
     c.add_argument("--out", required=True, help="reports file to write (.npz; Parquet for bloom)")
-    c.add_argument("--seed", type=int, help="seed for simulation; omitted = OS entropy")
+    c.add_argument("--seed", type=seed_arg, help="seed for simulation; omitted = OS entropy")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     c.set_defaults(func=cmd_collect)
     e = subparsers.add_parser(
@@ -380,6 +381,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lgrr-variant", choices=LGRR_VARIANTS, default="paper", help=LGRR_HELP)
     p.add_argument("--postprocess", choices=METHODS, default="clip")
     p.add_argument("--runs", type=int, default=1, help="repetitions averaged (default 1)")
-    p.add_argument("--seed", type=int, help="seed; omitted = OS entropy")
+    p.add_argument("--seed", type=seed_arg, help="seed; omitted = OS entropy")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_compare)

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._util import seed_arg
 from .io import atomic_write_text
 
 METHODS = ("em", "lasso", "moment", "hybrid")
@@ -284,7 +285,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Sample records along the junction tree; CSV or Parquet (by suffix) with the original labels.")
     s.add_argument("model")
     s.add_argument("--n", type=int, help="records (default: the number of reports)")
-    s.add_argument("--seed", type=int, help="seed; the same seed gives the same release")
+    s.add_argument("--seed", type=seed_arg, help="seed; the same seed gives the same release")
     s.add_argument("--out", required=True, help="output .csv or .parquet")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_synthesize)
@@ -317,6 +318,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--domain", required=True)
     e.add_argument("--k", type=int, default=2)
     e.add_argument("--subsets", type=int, help="sample this many k-subsets (default all)")
-    e.add_argument("--seed", type=int, default=0, help="seed of the subset sample")
+    e.add_argument("--seed", type=seed_arg, default=0, help="seed of the subset sample")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_evaluate)
