@@ -120,7 +120,7 @@ class Allomfree:
         codes = check_codes(codes, self.sizes)
         rng = resolve_rng(rng)
         if attributes is None:
-            attributes = sample_attributes(codes.shape[0], len(self.sizes), 1, rng)
+            attributes = sample_attributes(codes.shape[0], len(self.sizes), 1, rng=rng)
         attributes = check_attributes(attributes, codes.shape[0], len(self.sizes), 1)
         groups = split_by_attribute(attributes, len(self.sizes))
         per_attr = tuple(self.protocols[j].perturb(codes[users, j], rng=rng)
@@ -155,7 +155,7 @@ class AllomfreeFleet:
         self.scheme = scheme
         self.n = check_int("n", n, 1)
         d = len(scheme.sizes)
-        self.attributes = sample_attributes(self.n, d, 1, resolve_rng(rng))
+        self.attributes = sample_attributes(self.n, d, 1, rng=resolve_rng(rng))
         self.groups = split_by_attribute(self.attributes, d)
         self._fleets = [MemoFleet(p, max(1, g.size)) for p, g in zip(scheme.protocols, self.groups)]
 

@@ -340,13 +340,13 @@ class LHLIP:
         return mass.reshape(-1, self.g)
 
     def _valid_seeds(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        a, b = draw_hash_seeds(n, rng)
+        a, b = draw_hash_seeds(n, rng=rng)
         bound = 1 / (np.exp(self.epsilon) + 1)
         bad = self.hashed_priors(a, b).min(axis=1) < bound
         for _ in range(self.max_redraws):  # rejection rounds, each vectorized over users
             if not bad.any():
                 return a, b
-            a[bad], b[bad] = draw_hash_seeds(int(bad.sum()), rng)
+            a[bad], b[bad] = draw_hash_seeds(int(bad.sum()), rng=rng)
             bad[bad] = self.hashed_priors(a[bad], b[bad]).min(axis=1) < bound
         raise ValueError(f"no valid hash found for g ({self.g}) and this prior at epsilon "
                          f"({self.epsilon}); use a smaller g or RR-LIP")

@@ -193,7 +193,7 @@ class SPL:
         return [o.variance(n, fj) for o, fj in zip(self.oracles, f)]
 
 
-def sample_attributes(n: int, d: int, r: int, rng: np.random.Generator) -> np.ndarray:
+def sample_attributes(n: int, d: int, r: int, *, rng: np.random.Generator) -> np.ndarray:
     """``(n, r)`` distinct attribute indices per user, uniformly at random."""
     if r == 1:
         return rng.integers(0, d, size=(n, 1))
@@ -251,7 +251,7 @@ class SMP:
         rng = resolve_rng(rng)
         d = len(self.sizes)
         if attributes is None:
-            attributes = sample_attributes(codes.shape[0], d, self.r, rng)
+            attributes = sample_attributes(codes.shape[0], d, self.r, rng=rng)
         attributes = check_attributes(attributes, codes.shape[0], d, self.r)
         groups = split_by_attribute(attributes, d)
         per_attr = tuple(self.oracles[j].perturb(codes[users, j], rng=rng)

@@ -246,7 +246,7 @@ def lh_support_counts(
     return counts
 
 
-def draw_hash_seeds(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def draw_hash_seeds(n: int, *, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Per-user seeds ``a`` in ``[1, P)`` and ``b`` in ``[0, P)``."""
     return rng.integers(1, HASH_PRIME, size=n), rng.integers(0, HASH_PRIME, size=n)
 
@@ -291,7 +291,7 @@ class LocalHashing(SupportOracle):
         """Perturb the codes of ``n`` users; returns int64 ``(n, 3)`` rows ``(a, b, y)``."""
         values = check_values(values, self.k)
         rng = resolve_rng(rng)
-        a, b = draw_hash_seeds(values.shape[0], rng)
+        a, b = draw_hash_seeds(values.shape[0], rng=rng)
         hashed = ((a.astype(np.uint64) * values.astype(np.uint64) + b.astype(np.uint64))
                   % np.uint64(HASH_PRIME) % np.uint64(self.g)).astype(np.int64)
         p_grr = np.exp(self.epsilon) / (np.exp(self.epsilon) + self.g - 1)

@@ -57,7 +57,7 @@ def test_sampled_attribute_indices_in_report():
 
 
 def test_sample_attributes_uniform():
-    att = sample_attributes(40_000, 4, 1, np.random.default_rng())
+    att = sample_attributes(40_000, 4, 1, rng=np.random.default_rng())
     counts = np.bincount(att.ravel(), minlength=4)
     assert np.all(np.abs(counts - 10_000) < 5 * np.sqrt(40_000 * 0.25 * 0.75))
 
