@@ -205,6 +205,11 @@ def cmd_graph(a: argparse.Namespace) -> None:
     if not os.path.exists(a.source):
         raise FileNotFoundError(f"model or reports file {a.source!r} does not exist")
     kind = source_kind(a.source)
+    ignored = [o for o, on in (("--method", a.method != "em"), ("--prune", a.prune),
+                               ("--clique-budget", a.clique_budget != 50_000)) if on]
+    if kind == "model" and ignored and not a.quiet:
+        print(f"note: {', '.join(ignored)} ignored: {a.source} is a fitted model "
+              "(they apply to a reports file)", file=sys.stderr)
     dg, tree, budget, collection = (_graph_of_model if kind == "model" else _graph_of_reports)(a)
     dropped = dg.dropped
     out = {"source": kind, "graph": dg.to_dict(), "junction_tree": tree.to_dict(),

@@ -76,6 +76,13 @@ def test_graph_from_model_and_reports(files, capsys):
     assert main(["graph", str(files / "missing.json")]) == 2
 
 
+def test_graph_of_a_model_says_which_options_it_ignores(files, capsys):
+    assert main(["graph", str(files / "model.json"), "--method", "moment", "--prune"]) == 0
+    assert "--method, --prune ignored" in capsys.readouterr().err
+    assert main(["graph", str(files / "model.json")]) == 0
+    assert "ignored" not in capsys.readouterr().err
+
+
 def test_demo_runs_whole_pipeline(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--n", "1500", "--f", "0.3", "--quiet"]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
