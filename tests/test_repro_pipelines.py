@@ -93,3 +93,14 @@ def test_report_builds_from_partial_results(tmp_path):
     text = out.read_text()
     assert "## 3. Pruning tables" in text and "| phi |" in text
     assert "*(not run)*" in text  # experiments without results say so
+
+
+@pytest.mark.parametrize("exp", [exp1_estimation, exp2_correlation, exp3_pruning,
+                                 exp4_classification, exp5_pipeline_time, exp6_privacy],
+                         ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_quick_mode_runs(exp, tmp_path):
+    # the --quick branches themselves (grids, method and sampling choices), on a tiny sample
+    assert exp.main(["--quick", "--datasets", "embedded", "--rows", "400", "--out", str(tmp_path)]) == 0
+    logs = [p for p in tmp_path.glob("*.csv") if p.name != "privacy.csv"] or list(tmp_path.glob("*.csv"))
+    assert logs and all(len(pd.read_csv(p)) > 0 for p in logs)
+    assert (tmp_path / "COMMANDS.txt").read_text().count("--quick") == 1 or exp is exp6_privacy
