@@ -125,7 +125,7 @@ class Reports:
         packed = np.empty((n, file_spec.packed_bytes), dtype=np.uint8)
         pos = 0
         for batch in pf.iter_batches(batch_size=ROW_GROUP, columns=["report"]):
-            chunk = _checked(_batch_to_numpy(batch, file_spec.packed_bytes), batch, file_spec, path, pos)
+            chunk = _read_batch(batch, file_spec, path, pos)
             packed[pos: pos + len(chunk)] = chunk
             pos += len(chunk)
         if pos != n:
@@ -140,7 +140,7 @@ class Reports:
         pf, file_spec, _ = _open(path, spec)
         pos = 0
         for batch in pf.iter_batches(batch_size=check_int("chunk_size", chunk_size, 1), columns=["report"]):
-            yield cls(file_spec, _checked(_batch_to_numpy(batch, file_spec.packed_bytes), batch, file_spec, path, pos))
+            yield cls(file_spec, _read_batch(batch, file_spec, path, pos))
             pos += batch.num_rows
 
 
@@ -180,20 +180,15 @@ def _open(path, expected: CollectionSpec | None):
     return pf, spec, n
 
 
-def _batch_to_numpy(batch: pa.RecordBatch, width: int) -> np.ndarray:
+def _read_batch(batch: pa.RecordBatch, spec: CollectionSpec, path, start: int) -> np.ndarray:
+    """Packed reports of one batch (users ``start`` ...), refusing nulls and set padding bits."""
+    name, width = os.fspath(path), spec.packed_bytes
     col = batch.column(0)
-    buf = col.buffers()[1]
-    flat = np.frombuffer(buf, dtype=np.uint8)[col.offset * width: (col.offset + len(col)) * width]
-    return flat.reshape(len(col), width).copy()
-
-
-def _checked(packed: np.ndarray, batch: pa.RecordBatch, spec: CollectionSpec, path, start: int) -> np.ndarray:
-    """Reject missing reports (nulls) and set padding bits in one batch of a file."""
-    name = os.fspath(path)
-    nulls = batch.column(0).null_count
-    if nulls:
-        raise ReportsFormatError(f"{name}: {nulls} missing (null) report(s) among users "
+    if col.null_count:
+        raise ReportsFormatError(f"{name}: {col.null_count} missing (null) report(s) among users "
                                  f"{start}..{start + batch.num_rows - 1}")
+    flat = np.frombuffer(col.buffers()[1], dtype=np.uint8)[col.offset * width: (col.offset + len(col)) * width]
+    packed = flat.reshape(len(col), width).copy()
     rem = spec.total_bits % 8
     if rem and len(packed):
         bad = np.flatnonzero(packed[:, -1] & np.uint8(0xFF >> rem))
