@@ -67,18 +67,53 @@ _WRAP = ("import resource, sys\n"
          "sys.exit(rc)\n")
 
 
+def _tree_pss_mb(proc) -> float:
+    """Proportional set size of ``proc`` and its descendants, MiB (shared pages split, not doubled)."""
+    total = 0
+    for p in [proc] + proc.children(recursive=True):
+        try:
+            total += p.memory_full_info().pss
+        except Exception:  # the process ended between listing and reading
+            pass
+    return total / 2**20
+
+
+def _run_sampled(cmd: list[str]) -> tuple[subprocess.CompletedProcess, float, float | None]:
+    """Run ``cmd``; wall seconds and the peak PSS of its process tree (sampled every 0.25 s)."""
+    try:
+        import psutil
+    except ImportError:  # psutil comes with the dask extra; without it no PSS is recorded
+        psutil = None
+    t0 = time.perf_counter()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        peak = None
+        if psutil is not None:
+            handle, peak = psutil.Process(proc.pid), 0.0
+            while proc.poll() is None:
+                try:
+                    peak = max(peak, _tree_pss_mb(handle))
+                except psutil.Error:
+                    break
+                time.sleep(0.25)
+        out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), wall, peak
+
+
 def run_fit(reports: Path, method: str, jobs: int, out: Path, extra: list[str] | None = None) -> dict:
-    """One ``lopub fit`` in a fresh process: wall seconds, stage seconds, peak RSS (MiB).
+    """One ``lopub fit`` in a fresh process: wall seconds, stage seconds, peak memory (MiB).
 
     ``peak_rss_mb`` is the largest process (the fit or one of its workers);
     ``peak_rss_sum_mb`` adds the fit's peak and the largest worker's, an upper
-    bound on the total (pages the workers share with the fit count twice).
+    bound on the total (pages the workers share with the fit count twice);
+    ``peak_pss_mb`` is the sampled peak of the whole process tree's
+    proportional set size (shared pages counted once), the memory the fit
+    really holds.
     """
     cmd = [sys.executable, "-c", _WRAP, "fit", str(reports), "--method", method, "--phi", str(PHI),
            "--jobs", str(jobs), "--out", str(out), "--json", "--quiet"] + list(extra or [])
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
+    load = os.getloadavg()[0]
+    done, wall, pss = _run_sampled(cmd)
     if done.returncode != 0:
         raise RuntimeError(f"lopub fit {reports} --method {method} --jobs {jobs} failed:\n{done.stderr}")
     own, kids = (int(x) for x in done.stderr.rsplit("PEAK_KB", 1)[1].split())
@@ -86,7 +121,9 @@ def run_fit(reports: Path, method: str, jobs: int, out: Path, extra: list[str] |
     return {"method": method, "jobs": jobs, "n": rep["n"], "wall_seconds": round(wall, 2),
             "seconds": rep["seconds"], "edges": rep["edges"],
             "peak_rss_mb": round(max(own, kids) / 1024, 1),
-            "peak_rss_sum_mb": round((own + kids) / 1024, 1)}
+            "peak_rss_sum_mb": round((own + kids) / 1024, 1),
+            "peak_pss_mb": None if pss is None else round(pss, 1),
+            "load_before": round(load, 2)}
 
 
 def _burn(n: int) -> float:
@@ -148,6 +185,36 @@ def bench(methods: list[str], sizes: list[int], workdir: Path) -> dict:
             "summary": summary}
 
 
+def speedup(methods: list[str], n: int, workdir: Path, repeats: int) -> dict:
+    """1 job vs 2 jobs at ``n``, alternating (1, 2, 1, 2, ...) so load changes hit both alike.
+
+    Reports per method the median over the repeats of the ratio of the
+    estimation stage's seconds (the pairwise stage, what ``--jobs`` parallelizes)
+    and of the wall seconds, with the machine's own two-process speed-up
+    before and after.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = make_reports(n, workdir)
+    runs, summary = [], {"machine_speedup_before": machine_speedup()}
+    for method in methods:
+        est, wall = [], []
+        for _ in range(repeats):
+            one = run_fit(path, method, 1, workdir / f"model_{method}_1job.json")
+            two = run_fit(path, method, 2, workdir / f"model_{method}_2jobs.json")
+            for r in (one, two):
+                runs.append(r)
+                print(json.dumps(r), flush=True)
+            est.append(one["seconds"]["estimation"] / two["seconds"]["estimation"])
+            wall.append(one["wall_seconds"] / two["wall_seconds"])
+        summary[method] = {"n": n, "repeats": repeats,
+                           "estimation_speedup": [round(x, 2) for x in est],
+                           "estimation_speedup_median": round(float(np.median(est)), 2),
+                           "wall_speedup_median": round(float(np.median(wall)), 2)}
+    summary["machine_speedup_after"] = machine_speedup()
+    return {"m": M, "h": H, "f": F, "phi": PHI, "cores": os.cpu_count(), "runs": runs,
+            "summary": summary}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N = 10k, 20k, 40k")
@@ -155,10 +222,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", help="comma-separated N (default: 125k..1M, or the quick ones)")
     ap.add_argument("--workdir", default="/tmp/lopub-scale", help="reports and models go here")
     ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--speedup-repeats", type=int, default=0, metavar="R",
+                    help="only the 1-vs-2-jobs speed-up: R alternating pairs of runs at the largest size")
     a = ap.parse_args(argv)
     sizes = ([int(x) for x in a.sizes.split(",")] if a.sizes
              else list(QUICK_SIZES if a.quick else FULL_SIZES))
-    res = bench(a.methods.split(","), sorted(sizes), Path(a.workdir))
+    if a.speedup_repeats < 0:
+        ap.error(f"--speedup-repeats must be >= 0, got {a.speedup_repeats}")
+    if a.speedup_repeats:
+        res = speedup(a.methods.split(","), max(sizes), Path(a.workdir), a.speedup_repeats)
+    else:
+        res = bench(a.methods.split(","), sorted(sizes), Path(a.workdir))
     print(json.dumps(res["summary"], indent=2))
     if a.out:
         Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
