@@ -201,3 +201,12 @@ def test_collect_with_the_planned_protocol(protocol):
         assert (choice == "one-attribute") == all(len(s) == 1 for s in reports.plan.subsets)
     with pytest.raises(ValueError, match=r"protocol \('rappor'\)"):
         collect(data, 4.0, protocol="rappor")
+
+
+@pytest.mark.parametrize("eps", [2.515886241630512e-297, 1e-300, 5e-324])
+def test_bloom_noise_at_vanishing_epsilon_is_infinite_not_an_error(eps):
+    # (e^x - 1)^2 underflows to 0 for x below ~1e-154: no information, not a ZeroDivisionError
+    from lopub.collect.planner import bloom_unit_noise
+
+    assert bloom_unit_noise(eps, 1, 3) == math.inf
+    assert bloom_unit_noise(1e-150, 1, 1) < math.inf

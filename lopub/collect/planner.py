@@ -101,7 +101,7 @@ def bloom_unit_noise(epsilon: float, h: int, d: int) -> float:
     """Per-user noise variance ``u`` of one value's indicator read from its ``h`` bits."""
     x = epsilon / (2.0 * h * d)  # ln(p / q) of one bit
     t, em = math.exp(-x), -math.expm1(-x)
-    if em == 0.0:
+    if em * em == 0.0:  # no information at all (em underflows when squared)
         return math.inf
     return t / (em * em) / h  # q (1 - q) / (p - q)^2 = e^x / (e^x - 1)^2
 

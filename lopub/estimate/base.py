@@ -150,6 +150,8 @@ class BloomEstimator:
             with single_thread_blas():
                 self._warm(hold, part, jobs, warm)
             workers = self._jobs_within_budget(jobs, part)
+            if workers > 1:  # largest tables first: no big set left alone at the end of the round
+                part = sorted(part, key=lambda k: -math.prod(self.domain.size(a) for a in k))
             try:
                 for key, m in map_sets(self._measure, part, workers, worker=self._measure_in_worker):
                     self._results[key] = m
