@@ -1,0 +1,63 @@
+"""pipelines/bench_scale_more.py: the wide-data builder, the merging of runs and a --quick run."""
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# pipelines/ is not an installed package: import it from the repository root.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pipelines import bench_scale_more as bsm  # noqa: E402
+
+
+def test_wide_dataset_is_blocks_of_adult_rows():
+    from lopub.datasets import load_adult
+
+    adult = load_adult()
+    data = bsm.wide_dataset(500, 40, seed=3)
+    assert data.codes.shape == (500, 40)
+    assert data.domain.attrs[:2] == ("age_b0", "workclass_b0")
+    assert data.domain.attrs[15] == "age_b1" and data.domain.attrs[-1] == "sex_b2"
+    rows = {tuple(r) for r in adult.codes.tolist()}
+    for block in (data.codes[:, :15], data.codes[:, 15:30]):  # whole blocks: rows of Adult
+        assert all(tuple(r) in rows for r in block.tolist())
+    # blocks come from different resamplings: the same user is not the same Adult row twice
+    assert (data.codes[:, :15] != data.codes[:, 15:30]).any(axis=1).mean() > 0.9
+
+
+def test_merge_wide_replaces_a_run_and_fits_b_over_finished_runs():
+    def run(method, d, secs, timed_out=False):
+        return {"method": method, "d": d, "wall_seconds": secs, "timed_out": timed_out}
+
+    old = {"n": 10, "runs": [run("em", 15, 1.0), run("em", 30, 99.0)]}
+    new = {"n": 10, "runs": [run("em", 30, 4.0), run("em", 60, 5.0, True)]}
+    out = bsm.merge_wide(old, new)
+    assert [(r["d"], r["wall_seconds"]) for r in out["runs"]] == [(15, 1.0), (30, 4.0), (60, 5.0)]
+    assert out["exponent_b"]["em"]["over_d"] == [15, 30]
+    assert out["exponent_b"]["em"]["b"] == pytest.approx(2.0)  # 1 s -> 4 s when d doubles
+
+
+@pytest.mark.slow  # real fits, two Dask clusters: about a minute
+def test_quick_run_measures_every_section(tmp_path):
+    out = tmp_path / "res.json"
+    bsm.main(["--quick", "--workdir", str(tmp_path / "work"), "--out", str(out)])
+    res = json.loads(out.read_text())
+    wide = res["wide"]
+    assert {(r["method"], r["d"]) for r in wide["runs"]} == {(m, d) for m in ("moment", "em")
+                                                            for d in bsm.QUICK["wide_ds"]}
+    for r in wide["runs"]:
+        assert r["report"]["n"] == bsm.QUICK["wide_n"] and r["wall_seconds"] > r["report"]["seconds"]["total"]
+        assert r["client_peak_rss_mb"] > 0
+    assert all(math.isfinite(v["b"]) for v in wide["exponent_b"].values())
+    dask = res["dask"]
+    moment, em = dask["runs"]
+    assert (moment["report"]["n"], em["report"]["n"]) == (bsm.QUICK["dask_n"], bsm.QUICK["dask_em_n"])
+    assert len(moment["worker_peak_rss_mb"]) == 2 and min(moment["worker_peak_rss_mb"]) > 0
+    ratio = bsm.QUICK["dask_n"] / bsm.QUICK["dask_em_n"]
+    assert dask["em_extrapolated_seconds_10m"] == pytest.approx(em["wall_seconds"] * ratio, abs=0.1)
+    marg = res["marginals"]
+    assert marg["collection"]["n"] == bsm.QUICK["marg_n"] == marg["fit"]["report"]["n"]
+    assert marg["fit"]["report"]["method"] == "marginal-sampling"
+    assert np.isfinite(marg["collection"]["simulate_seconds"])
