@@ -268,21 +268,30 @@ def _peaks(r: dict) -> dict:
     return {"client_peak_rss_mb": r["client_peak_rss_mb"], "worker_peak_rss_mb": kids[:2]}
 
 
-def section_dask(cfg: dict, work: Path, build_only: bool) -> dict:
+def section_dask(cfg: dict, work: Path, methods: list[str], build_only: bool) -> dict:
     n, n_em = cfg["dask_n"], cfg["dask_em_n"]
     full = build_bloom(work / f"adult15_{n}", n, 15, cfg["batch"], seed=7)
     sub = subset_folder(full, work / f"adult15_{n_em}", n_em // cfg["batch"])
     if build_only:
         return {}
-    out: dict = {"n": n, "runs": []}
-    for method, path, m, extra in (("moment", full, n, ()), ("em", sub, n_em, cfg["dask_em_extra"])):
+    jobs = {"moment": (full, n, ()), "em": (sub, n_em, cfg["dask_em_extra"])}
+    runs = []
+    for method in methods:
+        path, m, extra = jobs[method]
         r = run_monitored(fit_args(path, method, work / f"model_dask_{method}.json", "--scheduler", "local",
                                    *extra)) | {"section": "dask", "method": method, "n": m}
         r |= _peaks(r)
-        out["runs"].append(r)
+        runs.append(r)
         print(json.dumps(r), flush=True)
-    em = out["runs"][-1]
-    out["em_extrapolated_seconds_10m"] = round(em["wall_seconds"] * n / n_em, 1)
+    return {"n": n, "runs": runs}
+
+
+def merge_dask(old: dict, new: dict) -> dict:
+    """Runs of both (a new run replaces the old one of its method); EM extrapolated linearly to n."""
+    runs = {r["method"]: r for r in old.get("runs", []) + new["runs"]}
+    out = {"n": new["n"], "runs": [runs[m] for m in sorted(runs)]}
+    if "em" in runs:
+        out["em_extrapolated_seconds"] = round(runs["em"]["wall_seconds"] * new["n"] / runs["em"]["n"], 1)
     return out
 
 
@@ -304,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test, < 60 s)")
     ap.add_argument("--build-only", action="store_true", help="only build the inputs (their time is no target)")
     ap.add_argument("--wide-ds", help="comma-separated d for section wide (default 15,30,60,100)")
-    ap.add_argument("--methods", default="moment,em", help="section wide: methods to run")
+    ap.add_argument("--methods", default="moment,em", help="sections wide and dask: methods to run")
     ap.add_argument("--em-timeout", type=float, default=900.0,
                     help="seconds after which a wide EM fit is stopped and timed per pair instead")
     ap.add_argument("--pair-sample", type=int, default=40, help="pairs timed when a wide EM fit is stopped")
@@ -326,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
         if s == "wide":
             res[s] = section_wide(cfg, work, a.methods.split(","), a.em_timeout, a.pair_sample, a.build_only)
         elif s == "dask":
-            res[s] = section_dask(cfg, work, a.build_only)
+            res[s] = section_dask(cfg, work, a.methods.split(","), a.build_only)
         else:
             res[s] = section_marginals(cfg, work, a.build_only)
     out = a.out or (None if a.quick else str(DOCS / "bench_scale_more.json"))
@@ -337,6 +346,9 @@ def main(argv: list[str] | None = None) -> None:
             res["wide"] = merge_wide(old["wide"], res["wide"])
         elif "wide" in res:
             res["wide"] = merge_wide({}, res["wide"])
+        if "dask" in res:
+            prev = old.get("dask", {})
+            res["dask"] = merge_dask(prev if prev.get("n") == res["dask"]["n"] else {}, res["dask"])
         old.update({k: v | stamp for k, v in res.items()})
         old["params"] = {"m": M, "h": H, "f": F, "phi": PHI, "cores": os.cpu_count()}
         Path(out).write_text(json.dumps(old, indent=2) + "\n")
