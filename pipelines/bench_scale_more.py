@@ -58,10 +58,10 @@ from bench_scale import _WRAP, F, H, M, PHI, exponent  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FULL = {"wide_n": 50_000, "wide_ds": (15, 30, 60, 100), "dask_n": 10_000_000, "dask_em_n": 2_000_000,
-        "batch": 1_000_000, "marg_n": 10_000_000, "marg_d": 50, "epsilon": 8.0, "dask_em_extra": ()}
+        "batch": 1_000_000, "marg_n": 10_000_000, "marg_d": 50, "epsilon": 8.0, "dask_em_extra": (), "dask_d": 15}
 QUICK = {"wide_n": 3_000, "wide_ds": (15, 30), "dask_n": 40_000, "dask_em_n": 20_000,
          "batch": 10_000, "marg_n": 40_000, "marg_d": 20, "epsilon": 8.0,
-         "dask_em_extra": ("--tol", "1e-2")}  # EM on Dask pays a round trip per iteration
+         "dask_em_extra": ("--tol", "1e-2"), "dask_d": 6}  # EM on Dask pays a round trip per iteration
 
 
 # data -------------------------------------------------------------------------------------------
@@ -270,8 +270,9 @@ def _peaks(r: dict) -> dict:
 
 def section_dask(cfg: dict, work: Path, methods: list[str], build_only: bool) -> dict:
     n, n_em = cfg["dask_n"], cfg["dask_em_n"]
-    full = build_bloom(work / f"adult15_{n}", n, 15, cfg["batch"], seed=7)
-    sub = subset_folder(full, work / f"adult15_{n_em}", n_em // cfg["batch"])
+    d = cfg["dask_d"]
+    full = build_bloom(work / f"adult{d}_{n}", n, d, cfg["batch"], seed=7)
+    sub = subset_folder(full, work / f"adult{d}_{n_em}", n_em // cfg["batch"])
     if build_only:
         return {}
     jobs = {"moment": (full, n, ()), "em": (sub, n_em, cfg["dask_em_extra"])}

@@ -52,7 +52,8 @@ def test_quick_run_measures_every_section(tmp_path):
         assert r["client_peak_rss_mb"] > 0
     assert all(math.isfinite(v["b"]) for v in wide["exponent_b"].values())
     dask = res["dask"]
-    moment, em = dask["runs"]
+    runs = {r["method"]: r for r in dask["runs"]}
+    moment, em = runs["moment"], runs["em"]
     assert (moment["report"]["n"], em["report"]["n"]) == (bsm.QUICK["dask_n"], bsm.QUICK["dask_em_n"])
     assert len(moment["worker_peak_rss_mb"]) == 2 and min(moment["worker_peak_rss_mb"]) > 0
     ratio = bsm.QUICK["dask_n"] / bsm.QUICK["dask_em_n"]
