@@ -308,6 +308,27 @@ def section_marginals(cfg: dict, work: Path, build_only: bool) -> dict:
     return out
 
 
+def tables(res: dict) -> str:
+    """Markdown tables of saved results (``--table``)."""
+    lines = ["| method | d | wall s | estimation s | structure s (graph - estimation, junction tree) "
+             "| model fit s | peak RSS client / largest worker MB | load before-after |", "|---" * 8 + "|"]
+    for r in res.get("wide", {}).get("runs", []):
+        s = (r.get("report") or {}).get("seconds")
+        if s is None:
+            pp = r.get("per_pair", {})
+            lines.append(f"| {r['method']} | {r['d']} | stopped at {r['wall_seconds']:.0f} | serial "
+                         f"{pp.get('seconds_per_pair_serial')} s/pair x {pp.get('pairs_total')} | | | | |")
+            continue
+        kids = r["children_peak_rss_mb"]
+        lines.append(f"| {r['method']} | {r['d']} | {r['wall_seconds']:.1f} | {s['estimation']:.1f} | "
+                     f"{s['graph'] - s['estimation']:.1f}, {s['junction_tree']:.1f} | {s['model_fit']:.1f} | "
+                     f"{r['client_peak_rss_mb']:.0f} / {max(kids, default=0):.0f} | "
+                     f"{r['load_before'][0]:.1f}-{r['load_after'][0]:.1f} |")
+    for m, e in res.get("wide", {}).get("exponent_b", {}).items():
+        lines.append(f"\n{m}: b = {e['b']:.2f} over d = {e['over_d']}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="wide,dask,marginals", help="comma-separated: wide,dask,marginals")
@@ -321,7 +342,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workdir", help="inputs and models (default /tmp/lopub-scale-10m, or a quick one)")
     ap.add_argument("--out", help="JSON results, merged into the file if it exists "
                                   "(default docs/bench_scale_more.json; none with --quick)")
+    ap.add_argument("--table", action="store_true", help="print the tables of --out (no runs)")
     a = ap.parse_args(argv)
+    if a.table:
+        print(tables(json.loads(Path(a.out or DOCS / "bench_scale_more.json").read_text())))
+        return
     cfg = dict(QUICK if a.quick else FULL)
     if a.wide_ds:
         cfg["wide_ds"] = tuple(int(x) for x in a.wide_ds.split(","))

@@ -39,6 +39,16 @@ def test_merge_wide_replaces_a_run_and_fits_b_over_finished_runs():
     assert out["exponent_b"]["em"]["b"] == pytest.approx(2.0)  # 1 s -> 4 s when d doubles
 
 
+def test_per_pair_timing_and_a_stopped_run(tmp_path):
+    path = bsm.build_bloom(tmp_path / "tiny", 400, 4, 400, seed=1)
+    rec = bsm.per_pair_em(path, 3)
+    assert rec["pairs_total"] == 6 and 1 <= rec["pairs_timed"] <= 3
+    want = rec["one_way_seconds"] + rec["seconds_per_pair_serial"] * 6
+    assert rec["pairwise_stage_serial_seconds_extrapolated"] == pytest.approx(want, abs=0.1)
+    stopped = bsm.run_monitored(bsm.fit_args(path, "em", tmp_path / "m.json"), timeout=0.05)
+    assert stopped["timed_out"] and stopped["report"] is None and stopped["wall_seconds"] < 30
+
+
 @pytest.mark.slow  # real fits, two Dask clusters: about a minute
 def test_quick_run_measures_every_section(tmp_path):
     out = tmp_path / "res.json"
