@@ -258,8 +258,11 @@ def merge_wide(old: dict, new: dict) -> dict:
     out = {"n": new["n"], "runs": sorted(runs.values(), key=lambda r: (r["method"], r["d"])), "exponent_b": {}}
     for method in sorted({m for m, _ in runs}):
         done = [r for r in out["runs"] if r["method"] == method and not r["timed_out"]]
-        out["exponent_b"][method] = {"b": exponent([r["d"] for r in done], [r["wall_seconds"] for r in done]),
-                                     "over_d": [r["d"] for r in done]}
+        ds = [r["d"] for r in done]
+        out["exponent_b"][method] = {
+            "b": exponent(ds, [r["wall_seconds"] for r in done]), "over_d": ds,
+            "b_fit_total": exponent(ds, [r["report"]["seconds"]["total"] for r in done]),
+            "b_estimation": exponent(ds, [r["report"]["seconds"]["estimation"] for r in done])}
     return out
 
 
@@ -325,7 +328,8 @@ def tables(res: dict) -> str:
                      f"{r['client_peak_rss_mb']:.0f} / {max(kids, default=0):.0f} | "
                      f"{r['load_before'][0]:.1f}-{r['load_after'][0]:.1f} |")
     for m, e in res.get("wide", {}).get("exponent_b", {}).items():
-        lines.append(f"\n{m}: b = {e['b']:.2f} over d = {e['over_d']}")
+        lines.append(f"\n{m}: b = {e['b']:.2f} (wall), {e['b_fit_total']:.2f} (fit total), "
+                     f"{e['b_estimation']:.2f} (estimation) over d = {e['over_d']}")
     return "\n".join(lines)
 
 
