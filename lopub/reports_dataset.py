@@ -236,6 +236,8 @@ class OnDiskReports(Reports):
     ValueError: use :meth:`ReportsDataset.load` for that.
     """
 
+    dataset: ReportsDataset
+
     def __init__(self, dataset: ReportsDataset) -> None:  # not the dataclass __init__: no packed
         if not isinstance(dataset, ReportsDataset):
             raise TypeError(f"dataset ({type(dataset).__name__}) must be a ReportsDataset")
