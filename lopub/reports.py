@@ -59,6 +59,11 @@ class Reports:
     def __len__(self) -> int:
         return self.n
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the reports held in memory."""
+        return self.packed.nbytes
+
     def bits(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Unpacked bits of users ``start:stop`` as uint8 (n_chunk, sum_j m_j)."""
         return np.unpackbits(self.packed[start:stop], axis=1, count=self.spec.total_bits)

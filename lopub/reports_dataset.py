@@ -26,7 +26,7 @@ from .formats.reports_dataset import (PartInfo, check_part_file, copy_part, crea
 from .reports import Reports
 from .spec import CollectionSpec
 
-__all__ = ["PartInfo", "ReportsDataset", "merge_datasets"]
+__all__ = ["OnDiskReports", "PartInfo", "ReportsDataset", "merge_datasets"]
 
 
 class ReportsDataset:
@@ -186,6 +186,10 @@ class ReportsDataset:
             yield start, batch.bits()
             start += batch.n
 
+    def on_disk(self) -> "OnDiskReports":
+        """The reports as a :class:`~lopub.reports.Reports` left on disk (for a Dask client)."""
+        return OnDiskReports(self)
+
     def load(self) -> Reports:
         """All reports in memory (checked as they are read)."""
         packed = np.empty((self.n, self.spec.packed_bytes), dtype=np.uint8)
@@ -218,6 +222,79 @@ class ReportsDataset:
         if unlisted:
             out["unlisted_parts"] = unlisted
         return out | self.spec.summary()
+
+
+class OnDiskReports(Reports):
+    """The reports of a dataset left on disk: ``spec`` and ``n`` in memory, rows read when asked.
+
+    What the client of a Dask fit needs (``scheduler=...``,
+    ``reports_path=dataset.path``): the sums over users run on the workers,
+    which read the parts themselves, so the client never holds all reports.
+    Rows it still asks for (:meth:`subset`, :meth:`bits`, e.g. EM's sample for
+    the observed information) and chunks (:meth:`iter_chunks`) are streamed
+    from the parts.  ``packed`` (every report in memory) is refused with a
+    ValueError: use :meth:`ReportsDataset.load` for that.
+    """
+
+    dataset: ReportsDataset
+
+    def __init__(self, dataset: ReportsDataset) -> None:  # not the dataclass __init__: no packed
+        if not isinstance(dataset, ReportsDataset):
+            raise TypeError(f"dataset ({type(dataset).__name__}) must be a ReportsDataset")
+        object.__setattr__(self, "spec", dataset.spec)
+        object.__setattr__(self, "dataset", dataset)
+
+    def __repr__(self) -> str:
+        return f"OnDiskReports({os.fspath(self.dataset.path)!r}, n={self.n})"
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = object.__hash__
+
+    @property  # type: ignore[override]
+    def packed(self) -> np.ndarray:
+        raise ValueError(f"the reports of {os.fspath(self.dataset.path)!r} stay on disk (OnDiskReports); "
+                         f"this needs all of them in memory: use ReportsDataset.load() instead")
+
+    @property
+    def n(self) -> int:
+        return self.dataset.n
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+    def bits(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        return self.subset(slice(start, stop)).bits()
+
+    def attribute_bits(self, attr: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        return self.subset(slice(start, stop)).attribute_bits(attr)
+
+    def iter_chunks(self, chunk_size: int = ROW_GROUP) -> Iterator[tuple[int, np.ndarray]]:
+        return self.dataset.iter_chunks(chunk_size)
+
+    def iter_reports(self, chunk_size: int = ROW_GROUP) -> Iterator[Reports]:
+        return self.dataset.iter_reports(chunk_size)
+
+    def subset(self, rows: np.ndarray | slice) -> Reports:
+        """The reports of ``rows`` (a slice or indices, as numpy indexes), in memory, in that order."""
+        idx = np.arange(self.n)[rows]
+        order = np.argsort(idx, kind="stable")
+        wanted = idx[order]
+        out = np.empty((len(idx), self.spec.packed_bytes), dtype=np.uint8)
+        pos = 0
+        for packed in self.dataset._iter_packed(ROW_GROUP):  # one pass, one batch at a time
+            a, b = np.searchsorted(wanted, [pos, pos + len(packed)])
+            out[order[a:b]] = packed[wanted[a:b] - pos]
+            pos += len(packed)
+            if b == len(wanted):
+                break
+        return Reports(self.spec, out)
+
+    def save(self, path: str | os.PathLike) -> None:
+        raise ValueError(f"reports on disk ({os.fspath(self.dataset.path)!r}) are already saved; "
+                         f"copy them with merge_datasets({os.fspath(path)!r}, ...)")
 
 
 def merge_datasets(out: str | os.PathLike, *sources: str | os.PathLike) -> ReportsDataset:

@@ -100,3 +100,42 @@ def test_dask_em_estep_matches_local(reports, address):
         assert np.isclose(x.meta["loglik"], y.meta["loglik"], rtol=1e-12)
         assert np.allclose(x.variance, y.variance, rtol=1e-6, atol=1e-15)
         assert x.provenance["variance"] == y.provenance["variance"]
+
+
+def test_on_disk_reports_give_the_in_memory_estimates(reports, address, tmp_path):
+    """A Dask client over a dataset folder keeps only spec and N: same moment and EM estimates."""
+    ds_mod = pytest.importorskip("lopub.reports_dataset")
+    folder = tmp_path / "reports"
+    ds = ds_mod.ReportsDataset.create(folder, reports.spec)
+    for a in range(0, reports.n, 1500):
+        ds.append(reports.subset(slice(a, a + 1500)))
+    on_disk = ds_mod.ReportsDataset.open(folder).on_disk()
+    attrs = list(reports.spec.domain.attrs)
+    sets = [attrs[:2], [attrs[1], attrs[3]], attrs[:3], [attrs[3], attrs[5]]]
+    for method in ("moment", "em"):
+        opts = {"scheduler": address, "reports_path": str(folder), "chunk_size": 900}
+        mem = Estimator(reports, method, **opts).marginals(sets)
+        disk = Estimator(on_disk, method, **opts).marginals(sets)
+        for x, y in zip(mem, disk):
+            assert np.allclose(x.values, y.values, atol=1e-12, rtol=0)
+            assert np.allclose(x.variance, y.variance, atol=1e-15, rtol=1e-9)
+
+
+def test_cli_fit_with_scheduler_leaves_a_folder_on_disk(reports, address, tmp_path, monkeypatch):
+    from lopub.cli import main
+
+    ds_mod = pytest.importorskip("lopub.reports_dataset")
+    folder = tmp_path / "reports"
+    ds = ds_mod.ReportsDataset.create(folder, reports.spec)
+    ds.append(reports)
+
+    def refuse(self):
+        raise AssertionError("the client loaded every report")
+
+    monkeypatch.setattr(ds_mod.ReportsDataset, "load", refuse)
+    out = tmp_path / "m.json"
+    assert main(["fit", str(folder), "--method", "moment", "--out", str(out), "--quiet",
+                 "--scheduler", address]) == 0
+    assert out.exists()
+    with pytest.raises(AssertionError, match="loaded every report"):  # the check itself bites
+        main(["fit", str(folder), "--method", "moment", "--out", str(tmp_path / "x.json"), "--quiet"])

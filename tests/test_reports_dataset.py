@@ -277,3 +277,33 @@ def test_reports_and_datasets_stream_alike(reports, tmp_path):
         list(reports.iter_reports(0))
     with pytest.raises(ValueError, match="chunk_size"):
         list(ds.iter_reports(0))
+
+
+@pytest.mark.parametrize("rows", [slice(0, None, 7), slice(990, 1010), slice(4000, 4001),
+                                  np.array([4400, 3, 1000, 3, 2500])])
+def test_on_disk_reports_read_the_rows_asked_for(reports, tmp_path, rows):
+    ds = _dataset(tmp_path, reports)
+    disk = ds.on_disk()
+    assert disk.n == reports.n and disk.spec == reports.spec and disk.nbytes == 0
+    sub = disk.subset(rows)
+    assert np.array_equal(sub.packed, reports.packed[rows])
+    attr = reports.spec.domain.attrs[1]
+    assert np.array_equal(disk.bits(990, 1010), reports.bits(990, 1010))
+    assert np.array_equal(disk.attribute_bits(attr, 5, 2000), reports.attribute_bits(attr, 5, 2000))
+    got = list(disk.iter_chunks(2048))
+    want = list(reports.iter_chunks(2048))
+    assert [s for s, _ in got] == [s for s, _ in want]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(got, want))
+
+
+def test_on_disk_reports_refuse_what_needs_them_all_in_memory(reports, tmp_path):
+    from lopub.reports_dataset import OnDiskReports
+
+    disk = _dataset(tmp_path, reports).on_disk()
+    with pytest.raises(ValueError, match="stay on disk"):
+        disk.packed
+    with pytest.raises(ValueError, match="already saved"):
+        disk.save(tmp_path / "copy")
+    with pytest.raises(TypeError, match="ReportsDataset"):
+        OnDiskReports(reports)
+    assert "n=" in repr(disk)

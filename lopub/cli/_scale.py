@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import os
+from typing import Any, Callable
 
 
 def add_scale_options(p: argparse.ArgumentParser, *, budget: bool = True) -> None:
@@ -38,3 +39,19 @@ def scale_options(a: argparse.Namespace, path: str) -> dict[str, Any]:
         opts["scheduler"] = a.scheduler
         opts["reports_path"] = str(path)
     return opts
+
+
+def reports_for(a: argparse.Namespace, path: str, load: Callable[[str], Any]) -> Any:
+    """The reports to estimate from: left on disk for a Dask run on a dataset folder, else ``load(path)``.
+
+    With ``--scheduler`` the workers read the folder's parts themselves, so this
+    process keeps only the spec and N (:class:`~lopub.reports_dataset.OnDiskReports`).
+    """
+    if getattr(a, "scheduler", None) is None or not os.path.isdir(path):
+        return load(path)
+    from ..reports_dataset import ReportsDataset
+
+    ds = ReportsDataset.open(path)
+    if ds.n == 0:
+        raise ValueError(f"reports folder {path!r} holds no reports (n = 0); nothing to estimate from")
+    return ds.on_disk()

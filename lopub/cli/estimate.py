@@ -14,7 +14,7 @@ from ..estimate.em import STOP_RULES
 from ..estimate.registry import defaults
 from ._commands import add_command
 from ._common import add_verbosity, default, emit, load_bloom_reports, memory_mb, progress, split_list
-from ._scale import add_scale_options, scale_options
+from ._scale import add_scale_options, reports_for, scale_options
 
 HYBRID = tuple(m for m in METHODS if m.startswith("hybrid"))
 
@@ -51,7 +51,7 @@ def cmd_estimate(a: argparse.Namespace) -> None:
     attrs = split_list(a.attrs)
     if not attrs:
         raise ValueError(f"--attrs ({a.attrs!r}) must name at least one attribute")
-    reports = load_bloom_reports(a.reports)
+    reports = reports_for(a, a.reports, load_bloom_reports)
     opts = {}
     if a.support is not None and a.method not in HYBRID:
         raise ValueError(f"--support ({a.support}) applies to --method hybrid only, not {a.method!r}")

@@ -27,7 +27,7 @@ from ._commands import add_command
 from ._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
                       read_csv, seed_arg, split_list)
 from ._outputs import check_output_path, staged_outputs
-from ._scale import add_scale_options, scale_options
+from ._scale import add_scale_options, reports_for, scale_options
 
 __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
 DEFAULT_METHOD = default(fit, "method")
@@ -107,7 +107,7 @@ def cmd_fit(a: argparse.Namespace) -> None:
     outputs = [(a.out, "--out")] + ([(a.plot, "--plot")] if a.plot else [])
     for path, option in outputs:  # fail before the (long) fit, not after it
         check_output_path(path, option)
-    reports = load_any_reports(a.reports)
+    reports = reports_for(a, a.reports, load_any_reports)
     if getattr(reports, "n", 1) == 0:
         raise ValueError(f"reports file {a.reports!r} holds no reports (n = 0); nothing to estimate from")
     opts = {} if a.tol is None else {"tol": a.tol}

@@ -61,7 +61,7 @@ class BloomEstimator:
             raise TypeError(f"reports must be a lopub.reports.Reports, got {type(reports).__name__}")
         self.options = self.Options.create(**options)
         if cache is None:  # what the reports and the workers' chunks leave of the budget
-            free = self.options.memory_budget - reports.packed.nbytes
+            free = self.options.memory_budget - reports.nbytes
             work = resolve_jobs(self.options.jobs) * (self.options.memory_budget // 8)
             cache = AttributeCache(reports, max(1, free - work, free // 4))
         elif not isinstance(cache, AttributeCache) or cache.reports is not reports:
@@ -184,7 +184,7 @@ class BloomEstimator:
         if jobs <= 1:
             return 1
         per_job = max(self._job_bytes(k) for k in keys)
-        free = self.options.memory_budget - self.reports.packed.nbytes - self.cache.nbytes
+        free = self.options.memory_budget - self.reports.nbytes - self.cache.nbytes
         return int(max(1, min(jobs, free // max(per_job, 1))))
 
     def _job_bytes(self, key: Sequence[str]) -> int:

@@ -109,7 +109,7 @@ class MomentEstimator(BloomEstimator):
 
             return dask_chunk_sums(self.reports, fn, chunk, self.options.scheduler,
                                    path=self.options.reports_path)
-        free = self.options.memory_budget - self.reports.packed.nbytes
+        free = self.options.memory_budget - self.reports.nbytes
         jobs = int(max(1, min(jobs, free // max(per_job, 1))))
         shown = None if progress is None else (lambda d, t: progress(stage, d, t))
         return _stats.add_sums(map_chunks(self.reports, fn, chunk, jobs, progress=shown))
