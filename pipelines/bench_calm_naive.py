@@ -1,0 +1,154 @@
+"""Issue 12's naive CALM-style baseline as the issue defines it, beside lopub's planned release.
+
+Usage::
+
+    LOPUB_DATA_DIR=/path/to/datasets python pipelines/bench_calm_naive.py \
+        [--datasets adult-1m] [--epsilons 4,8,16] [--seeds 0,1,2] [--out calm_naive.json]
+    python pipelines/bench_calm_naive.py --quick      # tiny cell, a few seconds
+
+The issue's baselines include "one pair per user over all pairs with
+consistency (naive CALM-style)".  ``pipelines/bench_budgets.py`` runs a
+*stronger* version of it: the same pair reports released by lopub's own fitted
+graphical model ("base: pairs" there).  This script runs the naive version
+the issue's table describes, on the very same reports (same plan, same random
+draws: ``rng = seed + 300`` as in ``bench_budgets.pairs``):
+
+1. every pair table estimated by its oracle (unbiased raw table and its
+   per-cell variance, :func:`lopub.collect.measure_marginals`);
+2. CALM's consistency step (Zhang et al., CCS 2018, after PriView): for each
+   attribute, the one-way tables implied by every pair table holding it are
+   replaced by their inverse-variance weighted mean (a pair table's one-way
+   sum over ``c`` cells has ``c`` times its cell variance), the difference
+   spread evenly over the other attribute's cells; then Norm-Sub; both
+   repeated ``ROUNDS`` times;
+3. scored directly on the consistent pair tables (mean 2-way TVD over all
+   pairs; no model and no sampling, the most favourable way to score it).
+
+In the same run, per cell: lopub's planned release (``bench_budgets._planned``,
+the same seed as ``bench_budgets``) and the fitted-model version of the pairs
+baseline, so the ratios are side by side.  TVDs do not depend on the
+machine's load.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_budgets as bb  # noqa: E402
+
+ROUNDS = 10
+
+
+def consistent_pairs(tables: dict, variances: dict, rounds: int = ROUNDS) -> dict:
+    """CALM consistency plus Norm-Sub on pair tables; returns new tables (same keys).
+
+    Parameters
+    ----------
+    tables : dict (a, b) -> ndarray (|a|, |b|)
+        Unbiased pair tables (may hold negative cells); each sums to about 1.
+    variances : dict (a, b) -> float
+        Each table's cell variance (its mean over cells).
+    rounds : int
+        Rounds of (consistency for every attribute, then Norm-Sub).
+    """
+    from lopub.postprocess import norm_sub
+
+    if rounds < 1:
+        raise ValueError(f"rounds ({rounds}) must be >= 1")
+    t = {k: np.asarray(v, dtype=float) + (1.0 - float(np.sum(v))) / np.size(v) for k, v in tables.items()}
+    attrs = list(dict.fromkeys(a for k in t for a in k))
+    for _ in range(rounds):
+        for a in attrs:  # attributes, not users
+            held = [(k, k.index(a)) for k in t if a in k]
+            sums = [t[k].sum(axis=1 - ax) for k, ax in held]
+            others = [t[k].shape[1 - ax] for k, ax in held]
+            w = np.array([1.0 / (c * max(variances[k], 1e-300)) for (k, _), c in zip(held, others)])
+            target = sum(wi * s for wi, s in zip(w, sums)) / w.sum()
+            for (k, ax), s, c in zip(held, sums, others):
+                shift = (target - s) / c
+                t[k] = t[k] + (shift[:, None] if ax == 0 else shift[None, :])
+        t = {k: norm_sub(v) for k, v in t.items()}
+    return t
+
+
+def naive_tvd(data, reports) -> float:
+    """Mean 2-way TVD over all pairs of the consistent pair tables against the true data."""
+    from lopub.collect import measure_marginals
+
+    ms = measure_marginals(reports).measurements()
+    tables = {m.attrs: m.estimate for m in ms}
+    variances = {m.attrs: float(m.sigma2) for m in ms}
+    out = consistent_pairs(tables, variances)
+    vals = [0.5 * float(np.abs(out[k] - data.project(list(k)).values).sum()) for k in out]
+    return float(np.mean(vals))
+
+
+def run_cell(data, dataset: str, eps: float, seed: int) -> dict:
+    from lopub.collect import MarginalPlan, collect_records
+
+    plan = MarginalPlan(data.domain, list(itertools.combinations(data.domain.attrs, 2)), eps)
+    reports = collect_records(data, plan, rng=seed + 300)  # bench_budgets.pairs' reports
+    naive = naive_tvd(data, reports)
+    fitted = bb._score(data, bb._fit(reports))
+    planned_model, report = bb._planned(data, eps, seed)[:2]
+    planned = bb._score(data, planned_model)
+    best_ldp = min(naive, fitted)
+    return {"dataset": dataset, "n": data.n, "epsilon": eps, "seed": seed,
+            "planned": planned, "planned_protocol": report.recommended,
+            "pairs_naive_consistency": naive, "pairs_fitted_model": fitted,
+            "ratio_planned_to_naive": planned / naive,
+            "ratio_planned_to_fitted_pairs": planned / fitted,
+            "ratio_planned_to_best_pairs": planned / best_ldp}
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Seed means per (dataset, epsilon)."""
+    out = []
+    for key in dict.fromkeys((r["dataset"], r["epsilon"]) for r in rows):
+        rs = [r for r in rows if (r["dataset"], r["epsilon"]) == key]
+        mean = {f: float(np.mean([r[f] for r in rs]))
+                for f in ("planned", "pairs_naive_consistency", "pairs_fitted_model")}
+        out.append({"dataset": key[0], "epsilon": key[1], "seeds": len(rs), **mean,
+                    "ratio_planned_to_naive": mean["planned"] / mean["pairs_naive_consistency"],
+                    "ratio_planned_to_fitted_pairs": mean["planned"] / mean["pairs_fitted_model"]})
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", default="adult-1m", help="comma-separated: adult, adult-1m, embedded")
+    ap.add_argument("--epsilons", default="4,8,16")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--n-embedded", type=int, default=20_000)
+    ap.add_argument("--quick", action="store_true", help="embedded, 3,000 records, epsilon 4, seed 0")
+    ap.add_argument("--out", help="write rows and seed means as JSON here")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.datasets, a.epsilons, a.seeds, a.n_embedded = "embedded", "4", "0", 3000
+    try:
+        eps_list = [float(x) for x in a.epsilons.split(",")]
+        seeds = [int(x) for x in a.seeds.split(",")]
+    except ValueError as exc:
+        ap.error(f"--epsilons / --seeds must be comma-separated numbers: {exc}")
+    rows = []
+    for ds in a.datasets.split(","):
+        for seed in seeds:
+            data = bb.load(ds, seed, a.n_embedded)
+            for eps in eps_list:
+                rows.append(run_cell(data, ds, eps, seed))
+                print(json.dumps(rows[-1]), flush=True)
+    means = summary(rows)
+    print(json.dumps(means, indent=2))
+    if a.out:
+        Path(a.out).write_text(json.dumps({"rows": rows, "means": means}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
