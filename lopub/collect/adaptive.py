@@ -40,14 +40,14 @@ of a pair table with ``n / g`` users exceeds the prior dependence and
 one-way wins; as ``epsilon * n`` grows, pairs (then triples, which need fewer
 groups) win.
 
-Two-phase (:class:`TwoPhasePlan`): a share of the users (default 30 %)
-measures all pairs; :meth:`TwoPhasePlan.select` estimates each pair's
-dependence from those tables (debiased by the expected noise-only TVD) and
-gives the main plan: the pairs ranked by estimated dependence, cut where the
-predicted mean error is lowest.  The screen's tables stay measurements of
-the release; with structure selection in the prediction, measuring a pair
-in the main phase pays off only where its dependence exceeds the noise it
-would have otherwise.
+Two-phase (:class:`~lopub.collect.twophase.TwoPhasePlan`, module
+:mod:`lopub.collect.twophase`): a share of the users (default 30 %) measures
+all pairs; the main plan is the candidate above (or a cut of the pairs
+ranked by the screen's dependence) of lowest predicted error with the
+screen's tables in place of the uniform tables and prior dependence
+(:class:`~lopub.collect.twophase.ScreenProfile`).  The screen's tables stay
+measurements of the release.  The planner uses it at mid epsilon
+(:mod:`lopub.collect.planner`).
 """
 from __future__ import annotations
 
