@@ -53,12 +53,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lopub._util import check_open_unit, check_positive
+from lopub._util import check_positive
 from lopub.collect.cost import best_oracle, cell_var, expected_tvd, normsub_errors
 from lopub.collect.plan import MarginalPlan, PlanError, check_n
 from lopub.domain import Domain
