@@ -61,3 +61,28 @@ def test_zcdp_rho_inverts_the_conversion():
     for eps in (0.5, 4.0, 64.0):
         rho = bench_budgets.zcdp_rho(eps)
         assert rho + 2 * math.sqrt(rho * math.log(1 / bench_budgets.DELTA)) == pytest.approx(eps)
+
+
+def _row(seed, planned, pairs, eps=4.0):
+    base = {"one-attribute": {"tvd_model": 0.5}, "pairs": {"tvd_model": pairs},
+            "bloom-best-h": {"skipped": True}}
+    return {"dataset": "toy", "n": 1000, "epsilon": eps, "seed": seed, "bloom_skipped": True,
+            "recommended": "marginals", "best_own": "marginals", "predicted": {"marginals": 0.1},
+            "planned": {"tvd_model": planned, "tvd_synthetic": planned},
+            "own": {"marginals": {"tvd_model": planned}, "one-attribute": {"tvd_model": 0.5},
+                    "bloom": {"skipped": True}},
+            "base": base, "best_baseline": "pairs", "best_baseline_tvd": pairs,
+            "ratio_planned_to_best_baseline": planned / pairs}
+
+
+def test_seed_means_paired_difference_and_its_standard_error():
+    rows = [_row(0, 0.11, 0.10), _row(1, 0.09, 0.10), _row(2, 0.13, 0.10)]
+    m = bench_budgets.seed_means(rows)[0]
+    assert m["diff_mean"] == pytest.approx(0.01, abs=1e-5)
+    assert m["diff_se"] == pytest.approx(0.02 / math.sqrt(3), abs=1e-5)  # sd of (0.01, -0.01, 0.03) = 0.02
+    v = bench_budgets.verdicts(rows, [])
+    assert v["planned_le_every_ldp_baseline_seed_mean"]["pass"] == 0  # the strict target: a miss
+    assert v["planned_vs_best_baseline_beyond_noise"]["misses"] == []  # 0.01 < 2 SE = 0.023
+    clear = [_row(s, 0.12 + 0.001 * s, 0.10) for s in range(3)]  # 0.021 +- 0.0006: beyond noise
+    assert len(bench_budgets.verdicts(clear, [])["planned_vs_best_baseline_beyond_noise"]["misses"]) == 1
+    assert bench_budgets.verdicts(clear, [])["planner_pick_best_measured_own_without_bloom"]["pass"] == 3

@@ -121,8 +121,9 @@ def test_two_phase_selects_the_dependent_pair():
     tp = plan_marginals(data.domain, data.n, 4.0, strategy="two-phase", screen_share=0.3)
     assert isinstance(tp, TwoPhasePlan) and tp.n_screen == 18000 and tp.n_main == 42000
     screen, main = collect_two_phase(data, tp, rng=99)
-    assert ("a0", "a1") in main.plan.subsets
-    assert len(main.plan.subsets) < 15  # the independent pairs are (mostly) left to the screen
+    # the main plan measures the dependent pair (alone or inside a larger subset) ...
+    assert any({"a0", "a1"} <= set(s) for s in main.plan.subsets)
+    assert len(main.plan.subsets) < 15  # ... with fewer groups than one per pair
     assert {a for s in main.plan.subsets for a in s} == set(data.domain.attrs)
     source = merge_sources([measure_marginals(screen), measure_marginals(main)])
     both = source.marginal(["a0", "a1"])

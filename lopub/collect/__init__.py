@@ -8,8 +8,9 @@
   as one ``.npz`` archive.
 * Server (:mod:`.server`): :func:`measure_marginals` -> :class:`MarginalSource`
   (``measurements()``, ``marginal(attrs)``, ``measured_sets()``).
-* Adaptive plans (:mod:`.adaptive`): :func:`plan_marginals`,
-  :class:`TwoPhasePlan`, :func:`collect_two_phase`, :func:`merge_sources`.
+* Adaptive plans (:mod:`.adaptive`): :func:`plan_marginals`; two-phase
+  plans (:mod:`.twophase`): :class:`TwoPhasePlan`, :func:`collect_two_phase`,
+  :func:`merge_reports`, :func:`merge_sources`.
 * Planner (:mod:`.planner`): :func:`plan` predicts each protocol family's
   mean 2-way error at a budget and recommends one (:class:`PlanReport`);
   :func:`collect` (:mod:`.auto`) simulates a collection with its choice.
@@ -28,6 +29,7 @@ from lopub.collect.adaptive import (
     predict_plan_error,
 )
 from lopub.collect.auto import bloom_spec, collect
+from lopub.collect.twophase import merge_reports
 from lopub.collect.client import assign_ids, assign_random, assign_user, collect_records
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.planner import PlanReport, ProtocolOption, plan, privacy_statement
@@ -39,7 +41,7 @@ __all__ = [
     "NOT_MEASURED", "CompletedSource",
     "MarginalPlan", "PlanError", "MarginalReports", "MarginalSource", "NotMeasuredError",
     "assign_random", "assign_user", "assign_ids", "collect_records", "measure_marginals", "combine",
-    "plan_marginals", "TwoPhasePlan", "collect_two_phase", "merge_sources", "predict_pair_errors",
+    "plan_marginals", "TwoPhasePlan", "collect_two_phase", "merge_reports", "merge_sources", "predict_pair_errors",
     "predict_plan_error", "plan", "PlanReport", "ProtocolOption", "privacy_statement",
     "collect", "bloom_spec",
 ]

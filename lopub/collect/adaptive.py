@@ -40,25 +40,24 @@ of a pair table with ``n / g`` users exceeds the prior dependence and
 one-way wins; as ``epsilon * n`` grows, pairs (then triples, which need fewer
 groups) win.
 
-Two-phase (:class:`TwoPhasePlan`): a share of the users (default 30 %)
-measures all pairs; :meth:`TwoPhasePlan.select` estimates each pair's
-dependence from those tables (debiased by the expected noise-only TVD) and
-gives the main plan: the pairs ranked by estimated dependence, cut where the
-predicted mean error is lowest.  The screen's tables stay measurements of
-the release; with structure selection in the prediction, measuring a pair
-in the main phase pays off only where its dependence exceeds the noise it
-would have otherwise.
+Two-phase (:class:`~lopub.collect.twophase.TwoPhasePlan`, module
+:mod:`lopub.collect.twophase`): a share of the users (default 30 %) measures
+all pairs; the main plan is the candidate above (or a cut of the pairs
+ranked by the screen's dependence) of lowest predicted error with the
+screen's tables in place of the uniform tables and prior dependence
+(:class:`~lopub.collect.twophase.ScreenProfile`).  The screen's tables stay
+measurements of the release.  The planner uses it at mid epsilon
+(:mod:`lopub.collect.planner`).
 """
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lopub._util import check_open_unit, check_positive
+from lopub._util import check_positive
 from lopub.collect.cost import best_oracle, cell_var, expected_tvd, normsub_errors
 from lopub.collect.plan import MarginalPlan, PlanError, check_n
 from lopub.domain import Domain
@@ -289,6 +288,8 @@ def plan_marginals(domain: Domain, n: int, epsilon: float, *, strategy: str = "a
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy ({strategy!r}) must be one of {list(STRATEGIES)}")
     if strategy == "two-phase":
+        from lopub.collect.twophase import TwoPhasePlan
+
         return TwoPhasePlan.build(domain, n, epsilon, screen_share=screen_share, key=key)
     if strategy == "auto":
         subsets = choose_subsets(domain, n, epsilon, dependence=dependence, prior=prior)[1]
@@ -308,96 +309,5 @@ def _check_dependence(value: Any) -> float:
     return value
 
 
-@dataclass(frozen=True)
-class TwoPhasePlan:
-    """Screen all pairs with a share of the users, then measure the dependent ones.
-
-    ``screen`` is the public plan of the first phase; :meth:`select` turns
-    its measurements into the plan of the second phase (post-processing of
-    LDP reports: no extra privacy cost; each user reports once).
-    """
-
-    screen: MarginalPlan
-    n: int
-    n_screen: int
-
-    @classmethod
-    def build(cls, domain: Domain, n: int, epsilon: float, *, screen_share: float = 0.3,
-              key: str | None = None) -> "TwoPhasePlan":
-        domain, n, epsilon = _check_args(domain, n, epsilon)
-        screen_share = check_open_unit("screen_share", screen_share)
-        if len(domain) < 2:
-            raise PlanError("a two-phase plan needs at least 2 attributes")
-        n_screen = int(round(n * screen_share))
-        pairs = [tuple(p) for p in all_pairs(domain)]
-        if n_screen < len(pairs) or n - n_screen < len(domain):
-            raise PlanError(f"n ({n}) is too small for a two-phase plan: the screen needs >= "
-                            f"{len(pairs)} users and the main phase >= {len(domain)}")
-        return cls(MarginalPlan(domain, tuple(pairs), epsilon, key=key), n, n_screen)
-
-    @property
-    def n_main(self) -> int:
-        return self.n - self.n_screen
-
-    def select(self, screen_source: Any) -> MarginalPlan:
-        """Main-phase plan from the screen's measurements (a :class:`MarginalSource`)."""
-        plan = self.screen
-        domain, eps = plan.domain, plan.epsilon
-        dep: dict[tuple[str, str], float] = {}
-        for m in screen_source.measurements():
-            a, b = m.attrs
-            pa, pb = m.values.sum(axis=1), m.values.sum(axis=0)
-            raw = 0.5 * float(np.abs(m.values - np.outer(pa, pb)).sum())
-            noise = expected_tvd(m.variance, 0.0)
-            dep[(a, b)] = max(0.0, raw - noise)
-        ranked = sorted(dep, key=lambda p: dep[p], reverse=True)
-        screen = [(list(plan.subsets), float(self.n_screen))]
-        best: tuple[float, list[tuple[str, ...]]] | None = None
-        for k in range(0, len(ranked) + 1):  # cut points of the ranking (pairs, not users)
-            subsets = [tuple(p) for p in ranked[:k]]
-            covered = {a for p in subsets for a in p}
-            subsets += [(a,) for a in domain.attrs if a not in covered]
-            if len(subsets) > self.n_main:
-                break
-            err = predict_plan_error(domain, self.n_main, eps, subsets, dependence=dep,
-                                     extra_phases=screen)
-            if best is None or err < best[0] - 1e-12:
-                best = (err, subsets)
-        return MarginalPlan(domain, tuple(cast(tuple, best)[1]), eps, key=plan.key)
-
-
-def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Generator | int | None = None
-                      ) -> tuple[Any, Any]:
-    """Simulate both phases for a data owner: ``(screen_reports, main_reports)``.
-
-    A random ``plan.n_screen`` of the records report under ``plan.screen``;
-    the server selects the main plan from their measurements; the other
-    records report under it.  Measure both and join them with
-    :func:`merge_sources`.
-    """
-    from lopub._util import resolve_rng
-    from lopub.collect.client import collect_records
-    from lopub.collect.server import measure_marginals
-
-    if not isinstance(plan, TwoPhasePlan):
-        raise TypeError(f"plan ({type(plan).__name__}) must be a TwoPhasePlan")
-    if dataset.n != plan.n:
-        raise ValueError(f"dataset has {dataset.n} records; the plan was made for n ({plan.n})")
-    rng = resolve_rng(rng)
-    order = rng.permutation(dataset.n)
-    screen = collect_records(dataset.subset(order[:plan.n_screen]), plan.screen, rng=rng)
-    main_plan = plan.select(measure_marginals(screen))
-    main = collect_records(dataset.subset(order[plan.n_screen:]), main_plan, rng=rng)
-    return screen, main
-
-
-def merge_sources(sources: Sequence[Any]) -> Any:
-    """One :class:`~lopub.collect.server.MarginalSource` with the measurements of all ``sources``
-    (disjoint users; ``marginal()`` combines overlapping ones by inverse variance)."""
-    from lopub.collect.server import MarginalSource
-
-    sources = list(sources)
-    if not sources:
-        raise ValueError("sources is empty; expected at least one MarginalSource")
-    ms = [m for s in sources for m in s.measurements()]
-    return MarginalSource(sources[0].domain, ms, n=sum(s.n for s in sources))
+# two-phase plans live in lopub.collect.twophase (re-exported here)
+from lopub.collect.twophase import TwoPhasePlan, collect_two_phase, merge_sources  # noqa: E402,F401

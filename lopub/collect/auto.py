@@ -52,7 +52,8 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     -------
     (reports, plan_report)
         :class:`~lopub.collect.reports.MarginalReports` (marginals,
-        one-attribute) or :class:`lopub.reports.Reports` (bloom), and the
+        one-attribute; a two-phase plan's two phases merged into one,
+        :func:`~lopub.collect.twophase.merge_reports`) or :class:`lopub.reports.Reports` (bloom), and the
         planner's report (its ``warning`` is set above epsilon 10).
     """
     if not isinstance(dataset, Dataset):
@@ -68,6 +69,10 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     if report.marginal_plan is None:
         raise ValueError(f"protocol ({choice!r}) needs at least one user per attribute; "
                          f"the dataset has {dataset.n} records for {len(dataset.domain)} attributes")
+    if choice == "marginals" and report.two_phase is not None:
+        from lopub.collect.twophase import collect_two_phase, merge_reports
+
+        return merge_reports(*collect_two_phase(dataset, report.two_phase, rng=rng)), report
     if choice == "marginals":
         mplan = report.marginal_plan
     else:

@@ -31,6 +31,24 @@
 ``marginals``
     Marginal sampling with the plan of :func:`~lopub.collect.adaptive.plan_marginals`
     (``strategy="auto"``), cost model of :mod:`lopub.collect.adaptive`.
+    Where that rule measures more than the smallest pairs but not a triple
+    cover -- a cut "pairs up to L cells" above the smallest L, or all pairs
+    (mid epsilon for the N at hand) -- the option is the **two-phase** plan
+    (:class:`~lopub.collect.twophase.TwoPhasePlan`, a share
+    :data:`~lopub.collect.twophase.DEFAULT_SCREEN_SHARE` of the users screens
+    all pairs, the rest measure the plan chosen from the screen's tables),
+    when ``n`` can fill both phases and no ``prior`` was given.  Reason
+    (measured, docs/BENCHMARKS.md "Budgets and protocols"): at those budgets
+    which pairs pay off depends on the tables' skew and each pair's
+    dependence, which uniform tables and one prior dependence misjudge
+    (Adult, the embedded data and 10^6 Adult records at epsilon 4: the
+    uniform rule's cut lost to measuring all pairs by 3-28 %; with the true
+    tables the same cost model picks all or nearly all pairs); the screen
+    supplies those tables.  At the smallest
+    budgets (one-way tables, the smallest pairs) and at large ones (triples)
+    the uniform rule's choice was the measured best and stays single-phase.
+    The option's ``predicted_tvd`` is then the uniform rule's prediction (the
+    main plan is only known after the screen).
 
 Cell probabilities are uniform (``p = 1/K``) and the dependence of every
 pair is the prior guess ``dependence``, unless ``prior`` (a public or
@@ -61,7 +79,8 @@ from lopub.collect.adaptive import (
     predict_plan_error,
 )
 from lopub.collect.cost import expected_tvd, normsub_errors
-from lopub.collect.plan import MarginalPlan
+from lopub.collect.plan import MarginalPlan, PlanError
+from lopub.collect.twophase import DEFAULT_SCREEN_SHARE
 from lopub.domain import Domain
 from lopub.errors import SpecError
 
@@ -153,7 +172,10 @@ class PlanReport:
     """The planner's answer: options, recommendation, privacy statement.
 
     ``marginal_plan`` is the plan of the ``marginals`` option (``None`` when
-    there are fewer users than attributes and only Bloom is possible).
+    there are fewer users than attributes and only Bloom is possible; the
+    screen's plan when the option is two-phase); ``two_phase`` is the
+    :class:`~lopub.collect.twophase.TwoPhasePlan` of a two-phase option
+    (else ``None``).
     """
 
     n: int
@@ -163,6 +185,7 @@ class PlanReport:
     privacy: str
     warning: str | None
     marginal_plan: MarginalPlan | None = field(repr=False)
+    two_phase: Any = field(default=None, repr=False)
 
     def option(self, protocol: str) -> ProtocolOption:
         for o in self.options:
@@ -174,7 +197,10 @@ class PlanReport:
         return {"n": self.n, "epsilon_per_record": self.epsilon,
                 "options": [o.to_dict() for o in self.options], "recommended": self.recommended,
                 "privacy": self.privacy, "warning": self.warning,
-                "marginal_plan": None if self.marginal_plan is None else self.marginal_plan.to_dict()}
+                "marginal_plan": None if self.marginal_plan is None else self.marginal_plan.to_dict(),
+                "two_phase": None if self.two_phase is None else {
+                    "n_screen": self.two_phase.n_screen, "n_main": self.two_phase.n_main,
+                    "screen_plan_id": self.two_phase.screen.plan_id}}
 
     def to_text(self) -> str:
         lines = [f"n = {self.n} users, epsilon = {self.epsilon:g} per record",
@@ -226,22 +252,43 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
     dependence = _check_dependence(dependence)
     d = len(domain)
     profile = Profile(domain, prior, dependence)
-    options, mplan = [], None
+    options, mplan, two = [], None, None
     if d <= n:  # sampling protocols need at least one user per subset
         one = [(a,) for a in domain.attrs]
         err = predict_plan_error(domain, n, epsilon, one, prior=profile)
         options.append(ProtocolOption("one-attribute", err, {"subsets": [list(s) for s in one]},
                                       "one attribute per user, best oracle, independence release"))
         name, subsets, err = choose_subsets(domain, n, epsilon, prior=profile)
-        mplan = MarginalPlan(domain, tuple(subsets), epsilon, key=key)
+        two = _two_phase(domain, n, epsilon, name, key) if prior is None else None
+        mplan = MarginalPlan(domain, tuple(subsets), epsilon, key=key) if two is None else two.screen
         params = {"strategy": name, "subsets": [list(s) for s in subsets],
                   "oracles": list(mplan.oracles), "plan_id": mplan.plan_id}
-        options.append(ProtocolOption("marginals", err, params,
-                                      f"marginal sampling ({name}, {len(subsets)} subsets)"))
+        text = f"marginal sampling ({name}, {len(subsets)} subsets)"
+        if two is not None:
+            params.update(strategy="two-phase", uniform_rule=name, n_screen=two.n_screen,
+                          screen_share=DEFAULT_SCREEN_SHARE)
+            text = (f"marginal sampling, two-phase ({two.n_screen} users screen all pairs, the rest "
+                    f"measure the plan chosen from the screen; uniform rule: {name})")
+        options.append(ProtocolOption("marginals", err, params, text))
     options.append(_bloom_option(domain, n, epsilon, d, profile))
     best = min(options, key=lambda o: o.predicted_tvd)
     text, warning = privacy_statement(epsilon)
-    return PlanReport(n, epsilon, tuple(options), best.protocol, text, warning, mplan)
+    return PlanReport(n, epsilon, tuple(options), best.protocol, text, warning, mplan, two)
+
+
+def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None) -> Any:
+    """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
+    from lopub.collect.twophase import TwoPhasePlan
+
+    if len(domain) < 3 or not (name == "pairs" or name.startswith("pairs<=")):
+        return None
+    smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
+    if name != "pairs" and int(name[len("pairs<="):]) <= smallest:
+        return None
+    try:
+        return TwoPhasePlan.build(domain, n, epsilon, screen_share=DEFAULT_SCREEN_SHARE, key=key)
+    except PlanError:
+        return None
 
 
 def _bloom_option(domain: Domain, n: int, epsilon: float, d: int, profile: Profile) -> ProtocolOption:

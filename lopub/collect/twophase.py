@@ -1,0 +1,219 @@
+"""Two-phase marginal sampling: a share of the users screens all pairs, the rest measure the plan the screen selects.
+
+Protocol (:class:`TwoPhasePlan`)
+--------------------------------
+1. A uniform random share ``screen_share`` of the ``n`` users (default
+   :data:`DEFAULT_SCREEN_SHARE`) is assigned the public *screen* plan: every
+   attribute pair, one pair per user, each with the lowest-variance oracle.
+2. The server measures the screen (:func:`~lopub.collect.server.measure_marginals`)
+   and chooses the *main* plan from those measurements (:meth:`TwoPhasePlan.select`):
+   the screen's tables replace the planner's uniform tables and prior
+   dependence in the cost model (:class:`ScreenProfile`), and the candidate
+   of lowest predicted mean 2-way TVD wins -- the candidates of the ``auto``
+   rule (:func:`~lopub.collect.adaptive.candidate_plans`: one-way, all
+   pairs, pairs up to L cells, a triple cover) and the pairs ranked by the
+   screen's dependence, cut at about a dozen points (one-way tables for the
+   attributes a cut leaves out).  The screen's tables are measurements of
+   the release too, so every prediction counts the screen as an extra phase.
+3. The other users are assigned the main plan.  :func:`merge_reports` joins
+   both phases into one :class:`~lopub.collect.reports.MarginalReports`
+   whose plan lists the screen's pairs and the main plan's other subsets (a
+   subset in both phases is one group: same subset, same oracle, so its
+   reports are exchangeable); ``fit`` and the file format take it unchanged.
+
+Privacy: the two phases are **disjoint groups of users**; each user reports
+once, under one plan, one subset, at the full per-record epsilon (the
+screen's and the main plan's epsilon are the same number).  The choice of
+the main plan is post-processing of the screen's LDP reports and does not
+touch the main-phase users' data, so the whole collection is epsilon-LDP
+per user (parallel composition over disjoint users); the tests check that
+every user appears in exactly one group with one report.
+
+Cost-model note: the screen's tables are used as they are, noise included.
+Their noise inflates the cost of leaving a pair unmeasured (its apparent
+dependence), which leans the choice towards measuring pairs; the planner
+therefore uses a two-phase plan only where its uniform rule already measures
+more than the smallest pairs (:func:`~lopub.collect.planner.plan`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from lopub._util import check_open_unit
+from lopub.collect.adaptive import (Profile, _check_args, all_pairs, candidate_plans,
+                                    predict_plan_error)
+from lopub.collect.cost import expected_tvd
+from lopub.collect.plan import MarginalPlan, PlanError
+from lopub.domain import Domain
+
+#: Default share of the users in the screening phase.
+DEFAULT_SCREEN_SHARE = 0.3
+#: Number of cut points of the dependence ranking tried as main plans.
+RANKED_CUTS = 12
+
+
+class ScreenProfile(Profile):
+    """Cost-model tables from a screen's measurements (a :class:`MarginalSource`).
+
+    ``probs(attrs)`` is the screen's post-processed table of ``attrs`` (one-way
+    tables combine every pair containing the attribute); ``bias(a, b)`` is the
+    screen's ``p_ab - p_a p_b`` (noise included; module docstring).
+    """
+
+    def __init__(self, domain: Domain, source: Any) -> None:
+        super().__init__(domain, None)
+        self.source = source
+
+    def probs(self, attrs: Sequence[str]) -> np.ndarray:
+        key = tuple(attrs)
+        if key not in self._cache:
+            values = np.asarray(self.source.marginal(list(key)).values, dtype=float).ravel()
+            self._cache[key] = np.clip(values, 0.0, None)
+        return self._cache[key]
+
+    def bias(self, a: str, b: str) -> np.ndarray:
+        return self.probs((a, b)) - np.outer(self.probs((a,)), self.probs((b,))).ravel()
+
+
+@dataclass(frozen=True)
+class TwoPhasePlan:
+    """Screen all pairs with a share of the users, then measure the plan the screen selects.
+
+    ``screen`` is the public plan of the first phase (``n_screen`` users);
+    :meth:`select` turns its measurements into the plan of the second phase
+    (``n_main`` users).  Each user reports once at the full epsilon (module
+    docstring).
+    """
+
+    screen: MarginalPlan
+    n: int
+    n_screen: int
+
+    @classmethod
+    def build(cls, domain: Domain, n: int, epsilon: float, *,
+              screen_share: float = DEFAULT_SCREEN_SHARE, key: str | None = None) -> "TwoPhasePlan":
+        domain, n, epsilon = _check_args(domain, n, epsilon)
+        screen_share = check_open_unit("screen_share", screen_share)
+        if len(domain) < 2:
+            raise PlanError("a two-phase plan needs at least 2 attributes")
+        n_screen = int(round(n * screen_share))
+        pairs = [tuple(p) for p in all_pairs(domain)]
+        if n_screen < len(pairs) or n - n_screen < len(domain):
+            raise PlanError(f"n ({n}) is too small for a two-phase plan: the screen needs >= "
+                            f"{len(pairs)} users and the main phase >= {len(domain)}")
+        return cls(MarginalPlan(domain, tuple(pairs), epsilon, key=key), n, n_screen)
+
+    @property
+    def n_main(self) -> int:
+        return self.n - self.n_screen
+
+    def main_candidates(self, screen_source: Any) -> dict[str, list[tuple[str, ...]]]:
+        """The main-phase candidates: the ``auto`` rule's and cuts of the dependence ranking."""
+        domain = self.screen.domain
+        out = {k: v for k, v in candidate_plans(domain).items() if len(v) <= self.n_main}
+        dep = {}
+        for m in screen_source.measurements():  # pairs of the screen, not users
+            pa, pb = m.values.sum(axis=1), m.values.sum(axis=0)
+            raw = 0.5 * float(np.abs(m.values - np.outer(pa, pb)).sum())
+            dep[tuple(m.attrs)] = raw - expected_tvd(m.variance, 0.0)
+        ranked = sorted(dep, key=lambda p: dep[p], reverse=True)
+        for k in np.unique(np.linspace(1, len(ranked), RANKED_CUTS).astype(int)):
+            subsets = [tuple(p) for p in ranked[:k]]
+            covered = {a for p in subsets for a in p}
+            subsets += [(a,) for a in domain.attrs if a not in covered]
+            if len(subsets) <= self.n_main:
+                out[f"top-{k}-pairs"] = subsets
+        return out
+
+    def select(self, screen_source: Any) -> MarginalPlan:
+        """Main-phase plan from the screen's measurements (module docstring, step 2)."""
+        plan = self.screen
+        profile = ScreenProfile(plan.domain, screen_source)
+        screen = [(list(plan.subsets), float(self.n_screen))]
+        best: tuple[float, list[tuple[str, ...]]] | None = None
+        for subsets in self.main_candidates(screen_source).values():  # ~30 candidate plans
+            err = predict_plan_error(plan.domain, self.n_main, plan.epsilon, subsets, prior=profile,
+                                     extra_phases=screen)
+            if best is None or err < best[0] - 1e-12:
+                best = (err, subsets)
+        if best is None:
+            raise PlanError(f"no main-phase plan fits n_main ({self.n_main}) users")
+        same = {frozenset(s): s for s in plan.subsets}  # a screened pair keeps the screen's order
+        subsets = [same.get(frozenset(s), tuple(s)) for s in best[1]]
+        return MarginalPlan(plan.domain, tuple(subsets), plan.epsilon, key=plan.key)
+
+
+def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Generator | int | None = None
+                      ) -> tuple[Any, Any]:
+    """Simulate both phases for a data owner: ``(screen_reports, main_reports)``.
+
+    A random ``plan.n_screen`` of the records report under ``plan.screen``;
+    the server selects the main plan from their measurements; the other
+    records report under it (disjoint users, one report each).  Join them
+    with :func:`merge_reports` (one reports object) or measure both and join
+    the sources with :func:`merge_sources`.
+    """
+    from lopub._util import resolve_rng
+    from lopub.collect.client import collect_records
+    from lopub.collect.server import measure_marginals
+
+    if not isinstance(plan, TwoPhasePlan):
+        raise TypeError(f"plan ({type(plan).__name__}) must be a TwoPhasePlan")
+    if dataset.n != plan.n:
+        raise ValueError(f"dataset has {dataset.n} records; the plan was made for n ({plan.n})")
+    rng = resolve_rng(rng)
+    order = rng.permutation(dataset.n)
+    screen = collect_records(dataset.subset(order[:plan.n_screen]), plan.screen, rng=rng)
+    main_plan = plan.select(measure_marginals(screen))
+    main = collect_records(dataset.subset(order[plan.n_screen:]), main_plan, rng=rng)
+    return screen, main
+
+
+def merge_reports(screen: Any, main: Any) -> Any:
+    """One :class:`~lopub.collect.reports.MarginalReports` holding both phases' reports.
+
+    Its plan lists the screen's subsets, then the main plan's subsets not
+    screened (same domain, epsilon and key); a subset of both phases is one
+    group (same subset in the same attribute order, hence the same oracle).
+    Each user keeps their one report.
+    """
+    from lopub.collect.reports import MarginalReports
+
+    for name, r in (("screen", screen), ("main", main)):
+        if not isinstance(r, MarginalReports):
+            raise TypeError(f"{name} ({type(r).__name__}) must be MarginalReports")
+    a, b = screen.plan, main.plan
+    if (a.domain, a.epsilon, a.key) != (b.domain, b.epsilon, b.key):
+        raise PlanError("screen and main reports must share domain, epsilon and key; got epsilon "
+                        f"{a.epsilon} and {b.epsilon}")
+    index = {s: i for i, s in enumerate(a.subsets)}
+    subsets = list(a.subsets)
+    for s in b.subsets:  # subsets, not users
+        if s not in index:
+            if frozenset(s) in {frozenset(t) for t in index}:
+                raise PlanError(f"main subset {list(s)} repeats a screened subset in another order")
+            index[s] = len(subsets)
+            subsets.append(s)
+    plan = MarginalPlan(a.domain, tuple(subsets), a.epsilon, key=a.key)
+    groups: list[list[np.ndarray]] = [[] for _ in subsets]
+    for rep in (screen, main):
+        for s, g in zip(rep.plan.subsets, rep.groups):
+            groups[index[s]].append(np.asarray(g))
+    merged = tuple(np.concatenate(g) if len(g) > 1 else g[0] for g in groups)
+    ids = np.repeat(np.arange(len(subsets), dtype=np.int32), [len(g) for g in merged])
+    return MarginalReports(plan, ids, merged)
+
+
+def merge_sources(sources: Sequence[Any]) -> Any:
+    """One :class:`~lopub.collect.server.MarginalSource` with the measurements of all ``sources``
+    (disjoint users; ``marginal()`` combines overlapping ones by inverse variance)."""
+    from lopub.collect.server import MarginalSource
+
+    sources = list(sources)
+    if not sources:
+        raise ValueError("sources is empty; expected at least one MarginalSource")
+    ms = [m for s in sources for m in s.measurements()]
+    return MarginalSource(sources[0].domain, ms, n=sum(s.n for s in sources))

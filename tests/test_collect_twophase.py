@@ -1,0 +1,167 @@
+"""Two-phase marginal sampling: disjoint users, the main plan's rule, merged reports, the planner's use."""
+import itertools
+
+import numpy as np
+import pytest
+
+from lopub.collect import (MarginalPlan, MarginalReports, PlanError, collect, collect_records,
+                           measure_marginals, merge_reports, plan)
+from lopub.collect.adaptive import choose_subsets, predict_plan_error
+from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, ScreenProfile, TwoPhasePlan, collect_two_phase
+from lopub.dataset import Dataset
+from lopub.domain import Domain
+from lopub.pipeline import fit
+
+
+def domain(sizes):
+    return Domain.from_categories({f"a{i}": [str(j) for j in range(k)] for i, k in enumerate(sizes)})
+
+
+def chain_data(n, sizes=(3, 3, 4, 2, 3, 5), seed=4242, dep=0.6):
+    """Each attribute copies the previous one (mod its size) with probability ``dep``."""
+    dom = domain(sizes)
+    rng = np.random.default_rng(seed)
+    cols = [rng.integers(0, sizes[0], n)]
+    for k in sizes[1:]:
+        cols.append(np.where(rng.random(n) < dep, cols[-1] % k, rng.integers(0, k, n)))
+    return Dataset(np.column_stack(cols), dom)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return chain_data(30000)
+
+
+@pytest.fixture(scope="module")
+def phases(data):
+    tp = TwoPhasePlan.build(data.domain, data.n, 2.0)
+    screen, main = collect_two_phase(data, tp, rng=5)
+    return tp, screen, main
+
+
+def test_each_user_reports_once_in_one_phase_at_the_full_epsilon(data, phases):
+    tp, screen, main = phases
+    assert tp.n_screen == round(DEFAULT_SCREEN_SHARE * data.n) and tp.n_main == data.n - tp.n_screen
+    assert screen.n == tp.n_screen and main.n == tp.n_main  # disjoint groups: the counts add up
+    assert screen.plan.epsilon == main.plan.epsilon == 2.0
+    merged = merge_reports(screen, main)
+    assert merged.n == data.n  # one report per user, none dropped or doubled
+    assert merged.plan.epsilon == 2.0
+    sizes = merged.group_sizes()
+    for s, n_s in zip(merged.plan.subsets, sizes):  # a subset of both phases: both groups, once each
+        want = sum(int(r.group_sizes()[r.plan.subsets.index(s)]) for r in (screen, main)
+                   if s in r.plan.subsets)
+        assert n_s == want
+    for i, s in enumerate(merged.plan.subsets):  # same subset -> same oracle in every plan
+        for r in (screen, main):
+            if s in r.plan.subsets:
+                assert r.plan.oracles[r.plan.subsets.index(s)] == merged.plan.oracles[i]
+
+
+def test_main_plan_is_the_candidate_of_lowest_predicted_error(phases):
+    tp, screen, main = phases
+    source = measure_marginals(screen)
+    profile = ScreenProfile(tp.screen.domain, source)
+    extra = [(list(tp.screen.subsets), float(tp.n_screen))]
+    errs = {name: predict_plan_error(tp.screen.domain, tp.n_main, 2.0, s, prior=profile, extra_phases=extra)
+            for name, s in tp.main_candidates(source).items()}
+    best = min(errs.values())
+    got = predict_plan_error(tp.screen.domain, tp.n_main, 2.0, main.plan.subsets, prior=profile,
+                             extra_phases=extra)
+    assert got == pytest.approx(best, rel=1e-9)
+    assert {a for s in main.plan.subsets for a in s} == set(tp.screen.domain.attrs)
+
+
+def test_screen_profile_reads_the_screen_tables(phases):
+    tp, screen, _ = phases
+    source = measure_marginals(screen)
+    prof = ScreenProfile(tp.screen.domain, source)
+    a, b = tp.screen.subsets[0]
+    tab = source.marginal([a, b]).values
+    np.testing.assert_allclose(prof.probs((a, b)), np.clip(tab, 0, None).ravel())
+    np.testing.assert_allclose(prof.bias(a, b), prof.probs((a, b)) - np.outer(prof.probs((a,)), prof.probs((b,))).ravel())
+
+
+def test_merged_measurements_are_unbiased_with_the_analytic_variance(data, phases):
+    """Every measured table of the merged reports is within 6 analytic SDs of the truth in every cell
+    (per cell P(|Z| > 6) = 2e-9; a few hundred cells)."""
+    _, screen, main = phases
+    source = measure_marginals(merge_reports(screen, main))
+    for m in source.measurements():
+        truth = data.project(list(m.attrs)).values
+        assert np.all(np.abs(m.raw - truth) <= 6 * np.sqrt(m.variance) + 1e-12), m.attrs
+
+
+@pytest.mark.slow
+def test_merged_measurements_variance_matches_simulation():
+    """Over 200 two-phase collections the spread of a pair measured in both phases matches the
+    analytic variance (chi-square bounds at 1e-6) and its mean the truth (6 SDs of the mean)."""
+    from scipy.stats import chi2
+
+    data = chain_data(6000, sizes=(3, 2, 4), seed=11)
+    tp = TwoPhasePlan.build(data.domain, data.n, 3.0)
+    pair = tp.screen.subsets[0]
+    raws, vars_ = [], []
+    for r in range(200):  # simulations, not users
+        merged = merge_reports(*collect_two_phase(data, tp, rng=1000 + r))
+        m = measure_marginals(merged).marginal(list(pair))
+        raws.append(m.raw.ravel())
+        vars_.append(m.variance.ravel())
+    raws, var = np.array(raws), np.mean(vars_, axis=0)
+    truth = data.project(list(pair)).values.ravel()
+    assert np.all(np.abs(raws.mean(0) - truth) <= 6 * np.sqrt(var / len(raws)))
+    emp = raws.var(axis=0, ddof=1)
+    df = len(raws) - 1
+    lo, hi = chi2.ppf(1e-6, df) / df, chi2.ppf(1 - 1e-6, df) / df
+    assert np.all(emp <= hi * var) and np.all(emp >= lo * var)
+
+
+def test_fit_takes_merged_reports_and_the_file_round_trips(data, phases, tmp_path):
+    _, screen, main = phases
+    merged = merge_reports(screen, main)
+    path = tmp_path / "two.npz"
+    merged.save(path)
+    back = MarginalReports.load(path)
+    assert back.plan_id == merged.plan_id and back.n == data.n
+    model = fit(back).model
+    assert model.n == data.n
+
+
+def test_merge_reports_bad_input(data, phases):
+    _, screen, main = phases
+    with pytest.raises(TypeError, match="main"):
+        merge_reports(screen, "x")
+    other = collect_records(data, MarginalPlan(data.domain, [(a,) for a in data.domain.attrs], 1.0), rng=1)
+    with pytest.raises(PlanError, match="epsilon"):
+        merge_reports(screen, other)
+
+
+def test_planner_uses_two_phase_where_the_uniform_rule_cuts_pairs_above_the_smallest():
+    dom = domain([2, 5, 4, 9, 3, 16, 2, 6])
+    smallest = min(dom.cells(p) for p in itertools.combinations(dom.attrs, 2))
+    seen = set()
+    for n, eps in [(20000, 0.5), (20000, 1.0), (20000, 3.0), (60000, 2.0), (20000, 8.0)]:
+        name = choose_subsets(dom, n, eps)[0]
+        report = plan(dom, n, eps)
+        cut = name.startswith("pairs<=") and int(name[7:]) > smallest
+        want = cut or name == "pairs"
+        assert (report.two_phase is not None) == want, (n, eps, name)
+        opt = report.option("marginals")
+        assert opt.params["strategy"] == ("two-phase" if want else name)
+        if want:
+            assert report.marginal_plan.plan_id == report.two_phase.screen.plan_id
+            assert report.to_dict()["two_phase"]["n_screen"] == report.two_phase.n_screen
+        seen.add(want)
+    assert seen == {True, False}  # both branches exercised
+    assert plan(dom, 20000, 3.0, prior=chain_data(500, sizes=(2, 5, 4, 9, 3, 16, 2, 6))).two_phase is None
+
+
+def test_collect_auto_runs_both_phases(data):
+    report = plan(data.domain, data.n, 2.0)
+    assert report.two_phase is not None and report.recommended == "marginals"
+    reports, rep2 = collect(data, 2.0, protocol="auto", rng=3)
+    assert isinstance(reports, MarginalReports) and reports.n == data.n
+    screened = set(report.two_phase.screen.subsets)
+    assert screened <= set(reports.plan.subsets)  # the screen's pairs are all in the merged plan
+    again, _ = collect(data, 2.0, protocol="marginals", rng=3)
+    assert again.plan_id == reports.plan_id and np.array_equal(again.subset, reports.subset)
