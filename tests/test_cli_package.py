@@ -133,3 +133,16 @@ def test_cli_remarks_are_log_records(reports, tmp_path, caplog):
     notes = [r for r in caplog.records if r.levelno == logging.INFO]
     assert len(notes) == 1 and notes[0].name == "lopub"
     assert notes[0].getMessage().startswith("clique budget (4 cells) exceeded")
+
+
+@pytest.mark.parametrize("module", ["lopub", "lopub.cli"])
+def test_python_dash_m_runs_the_command_line(module):
+    import subprocess
+    import sys
+
+    from lopub import __version__
+
+    done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert __version__ in done.stdout + done.stderr
