@@ -1,4 +1,4 @@
-"""Pictures of the correlation structure (matplotlib, Agg backend, no display).
+"""Pictures of the correlation structure (matplotlib figures drawn off screen; pyplot and the backend are left alone).
 
 * :func:`plot_mi` -- heatmap of MI / tau per pair with attribute names; cells
   at or above 1 are edges (ratio, so pairs with different thresholds compare);
@@ -23,23 +23,20 @@ import os
 from typing import Any
 
 import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+import networkx as nx
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch, Rectangle  # noqa: E402
-import networkx as nx  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .dependency.graph import DependencyGraph  # noqa: E402
-from .dependency.junction import JunctionTree  # noqa: E402
-from .io import atomic_write  # noqa: E402
+from .dependency.graph import DependencyGraph
+from .dependency.junction import JunctionTree
+from .io import atomic_write
 
 
 def _save(fig, path: str | os.PathLike) -> None:
     fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png"
     atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight"))
-    plt.close(fig)
 
 
 def plot_mi(dg: DependencyGraph, path: str | os.PathLike) -> None:
@@ -56,9 +53,10 @@ def plot_mi(dg: DependencyGraph, path: str | os.PathLike) -> None:
         ratio = np.where(dg.thresholds > 0, dg.mi / dg.thresholds, np.nan)
     np.fill_diagonal(ratio, np.nan)
     size = max(4.0, 0.45 * d + 2)
-    fig, ax = plt.subplots(figsize=(size + 1.5, size + 1.0))
+    fig = Figure(figsize=(size + 1.5, size + 1.0))
+    ax = fig.subplots()
     shown = np.ma.masked_invalid(np.log10(np.clip(ratio, 1e-2, None)))
-    im = ax.imshow(shown, cmap=plt.get_cmap("viridis"), vmin=-2,
+    im = ax.imshow(shown, cmap=matplotlib.colormaps["viridis"], vmin=-2,
                    vmax=max(1.0, float(shown.max()) if shown.count() else 1.0))
     for i, j in zip(*np.nonzero(np.isnan(dg.mi))):
         if i != j:
@@ -97,7 +95,8 @@ def plot_graph(graph: nx.Graph, tree: JunctionTree, path: str | os.PathLike, *,
     Triangulation fill-in edges are dashed grey; ``extra_edges`` (dotted blue)
     are edges the release graph holds beyond ``graph`` (``fit(model_phi=...)``).
     """
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(16, 8), gridspec_kw={"width_ratios": [1, 1.1]})
+    fig = Figure(figsize=(16, 8))
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.1]})
     g = nx.Graph(graph)
     if dropped_edges is None:
         dropped_edges = [e for e in g.edges if not any(set(e) <= set(c) for c in tree.cliques)]
@@ -112,7 +111,7 @@ def plot_graph(graph: nx.Graph, tree: JunctionTree, path: str | os.PathLike, *,
 
 def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list) -> None:
     pos = nx.circular_layout(list(g.nodes))
-    colors = plt.get_cmap("tab20")
+    colors = matplotlib.colormaps["tab20"]
     home: dict[str, int] = {}
     for k, i in enumerate(tree.order):
         for a in tree.cliques[i]:

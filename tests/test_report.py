@@ -241,3 +241,25 @@ def test_report_renders_in_headless_chromium(full_page, tmp_path):
 
     pixels = matplotlib.image.imread(io.BytesIO(data), format="png")
     assert pixels.shape[0] > 100 and pixels.std() > 0.01  # something was drawn
+
+
+def test_drawing_leaves_the_users_matplotlib_backend_alone(tmp_path):
+    # importing and drawing used to switch every caller (e.g. a notebook) to Agg
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import matplotlib\n"
+        "from lopub.datasets import embedded\n"
+        "from lopub.dependency import structure_graph\n"
+        "from lopub.plots import plot_mi\n"
+        "import lopub.report.figures\n"
+        "data = embedded(500, rng=0)\n"
+        f"plot_mi(structure_graph(data, 'auto'), {str(tmp_path / 'mi.png')!r})\n"
+        "print(matplotlib.get_backend())\n")
+    env = {**os.environ, "MPLBACKEND": "svg"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().lower() == "svg"
+    assert (tmp_path / "mi.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,4 +1,4 @@
-"""Pictures of a release report as PNG bytes (matplotlib, Agg backend, nothing on screen or disk).
+"""Pictures of a release report as PNG bytes (matplotlib figures drawn off screen, nothing on disk; pyplot and the backend are left alone).
 
 The dependency graph and junction tree come from :func:`lopub.plots.plot_graph`
 (drawn once into a temporary folder, read back, the folder removed).
@@ -11,13 +11,11 @@ import tempfile
 from typing import Any, Mapping, Sequence, cast
 
 import matplotlib
+from matplotlib.figure import Figure
+import networkx as nx
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import networkx as nx  # noqa: E402
-import numpy as np  # noqa: E402
-
-from ..plots import plot_graph  # noqa: E402
+from ..plots import plot_graph
 
 MAX_BARS = 30
 COLORS = {"real": "#4c72b0", "synthetic": "#dd8452", "model": "#55a868", "independence": "#8172b2"}
@@ -25,12 +23,9 @@ DPI = 100
 
 
 def png(fig: Any) -> bytes:
-    """The figure as PNG bytes; the figure is closed."""
+    """The figure as PNG bytes."""
     buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
-    finally:
-        plt.close(fig)
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     return buf.getvalue()
 
 
@@ -48,7 +43,8 @@ def bars(attr: str, labels: Sequence[str], series: Mapping[str, np.ndarray]) -> 
         table = np.column_stack([table[:, keep], table[:, rest].sum(axis=1)])
         labels = [labels[i] for i in keep] + [f"other ({len(rest)})"]
     k, width = len(labels), 0.8 / max(len(series), 1)
-    fig, ax = plt.subplots(figsize=(min(11.0, max(4.0, 0.13 * k * max(len(series), 1) + 2.0)), 3.2))
+    fig = Figure(figsize=(min(11.0, max(4.0, 0.13 * k * max(len(series), 1) + 2.0)), 3.2))
+    ax = fig.subplots()
     for s, (name, row) in enumerate(zip(series, table)):
         ax.bar(np.arange(k) + (s - (len(series) - 1) / 2) * width, row, width,
                label=name, color=COLORS.get(name, None))
@@ -68,8 +64,9 @@ def heatmaps(panels: Mapping[str, np.ndarray], attrs: Sequence[str], *, label: s
     finite = [m[np.isfinite(m)] for m in panels.values()]
     vmax = max([float(f.max()) for f in finite if f.size] + [1e-9])
     size = max(3.5, 0.42 * d + 1.8)
-    fig, axes = plt.subplots(1, len(panels), figsize=(size * len(panels) + 1.2, size), squeeze=False)
-    cm = plt.get_cmap(cmap).copy()
+    fig = Figure(figsize=(size * len(panels) + 1.2, size))
+    axes = fig.subplots(1, len(panels), squeeze=False)
+    cm = matplotlib.colormaps[cmap].copy()
     cm.set_bad("#d0d0d0")
     im = None
     for k, (ax, (title, m)) in enumerate(zip(axes[0], panels.items())):
