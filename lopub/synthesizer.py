@@ -162,8 +162,9 @@ class Synthesizer:
         column keeps its declared categories in their order.
     bins : int
         Quantile bins of numeric columns when the domain is inferred.
-    clique_budget : int
-        Largest clique of the model in cells.
+    clique_budget : int, optional
+        Largest clique of the model in cells (default: ``fit``'s for the
+        release, :func:`lopub.pipeline.default_clique_budget`).
     rng : Generator, int or None
         Randomness of the simulated clients (None: OS entropy).
 
@@ -185,7 +186,7 @@ class Synthesizer:
                  release: str = _default(fit_pipeline, "release"),
                  structure: str = _default(fit_pipeline, "structure"),
                  domain: Domain | None = None, bins: int = _default(infer_domain, "bins"),
-                 clique_budget: int = _default(fit_pipeline, "clique_budget"),
+                 clique_budget: int | None = _default(fit_pipeline, "clique_budget"),
                  rng: np.random.Generator | int | None = None) -> None:
         self.epsilon = epsilon
         self.protocol = protocol
@@ -242,7 +243,8 @@ class Synthesizer:
         if self.domain is not None and not isinstance(self.domain, Domain):
             raise TypeError(f"domain ({type(self.domain).__name__}) must be a lopub Domain or None")
         check_int("bins", self.bins, 2)
-        check_int("clique_budget", self.clique_budget, 1)
+        if self.clique_budget is not None:
+            check_int("clique_budget", self.clique_budget, 1)
         if not isinstance(self.rng, np.random.Generator):
             resolve_rng(self.rng)  # type and sign of a seed
 

@@ -13,7 +13,7 @@ from lopub.cli._common import run
 from lopub.client import encode
 from lopub.dependency.junction import HEURISTICS
 from lopub.estimate import METHODS
-from lopub.pipeline import DEFAULT_CLIQUE_BUDGET
+from lopub.pipeline import DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET
 
 COMMANDS = {"schema", "encode", "privacy", "inspect-reports", "merge-reports", "demo", "estimate", "fit",
             "synthesize", "query", "graph", "evaluate", "collect", "estimate-freq",
@@ -51,7 +51,9 @@ def test_defaults_and_choices_come_from_the_library():
         opts = {a.dest: a for a in sub[command]._actions}
         assert tuple(opts["method"].choices) == METHODS
         if command != "estimate":
-            assert opts["clique_budget"].default == DEFAULT_CLIQUE_BUDGET
+            assert opts["clique_budget"].default is None  # fit's default for the chosen --release
+            assert f"{PGM_CLIQUE_BUDGET:,}" in opts["clique_budget"].help
+    assert f"{DEFAULT_CLIQUE_BUDGET:,}" in {a.dest: a for a in sub["fit"]._actions}["clique_budget"].help
     assert tuple({a.dest: a for a in sub["fit"]._actions}["heuristic"].choices) == HEURISTICS
 
 

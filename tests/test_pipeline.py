@@ -304,3 +304,18 @@ def test_plain_estimates_get_the_documented_fallback_variance():
     np.testing.assert_allclose(as_measurement(m, None).variance, multinomial_variance(m.values, EXACT_N))
     already = Measurement.from_marginal(m, 0.25)
     assert as_measurement(already, 500) is already
+
+
+@pytest.mark.parametrize("release", ["pgm", "cliques"])
+def test_default_clique_budget_depends_on_the_release(release):
+    from lopub.pipeline import DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, default_clique_budget
+
+    bn = embedded_model()
+    reports = encode(bn.sample(400, rng=3), CollectionSpec.from_domain(bn.domain, f=0.5), rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fit(reports, method="moment", release=release)
+    want = PGM_CLIQUE_BUDGET if release == "pgm" else DEFAULT_CLIQUE_BUDGET
+    assert default_clique_budget(release) == want
+    assert res.report.clique_budget == want and res.model.meta["fit"]["clique_budget"] == want
+    assert all(bn.domain.cells(list(c)) <= want for c in res.model.tree.cliques)

@@ -21,7 +21,8 @@ from ..dependency.junction import HEURISTICS
 from ..estimate import METHODS
 from ..evaluate import evaluate_release
 from ..io import atomic_write_text
-from ..pipeline import DEFAULT_CLIQUE_BUDGET, RELEASES, STRUCTURES, dependency, fit, model_structure_options
+from ..pipeline import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, RELEASES, STRUCTURES, default_clique_budget,
+                        dependency, fit, model_structure_options)
 from ..progress import note
 from ._commands import add_command
 from ._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
@@ -121,7 +122,7 @@ def cmd_fit(a: argparse.Namespace) -> None:
         if a.plot:
             _plots(model.graph, model.tree, staged[1])
     _note_dropped([(d["a"], d["b"]) for d in rep["dropped_edges"] if not d["in_clique"]],
-                  a.clique_budget)
+                  rep["clique_budget"])
     emit(rep, a.json, _fit_text(rep) + f"\nmodel written to {a.out}")
 
 
@@ -232,17 +233,18 @@ def _graph_of_reports(a: argparse.Namespace):
     cache = MarginalCache(make_estimator(reports, a.method, progress=shown))
     phi = default(dependency, "phi") if a.phi is None else a.phi
     structure = "phi" if (a.prune or a.structure == "auto" and a.phi is not None) else a.structure
-    model = model_structure_options(default(fit, "release"), structure, a.clique_budget)
-    dg, tree, _, _ = dependency(cache, phi=phi, prune=a.prune, clique_budget=a.clique_budget,
+    budget = default_clique_budget(default(fit, "release")) if a.clique_budget is None else a.clique_budget
+    model = model_structure_options(default(fit, "release"), structure, budget)
+    dg, tree, _, _ = dependency(cache, phi=phi, prune=a.prune, clique_budget=budget,
                                 progress=shown, warn=False, structure=structure, n=reports.n,
                                 model_options=model)
-    return dg, tree, a.clique_budget, collection_parameters(reports)
+    return dg, tree, budget, collection_parameters(reports)
 
 
 def _note_ignored(a: argparse.Namespace) -> None:
     ignored = [o for o, on in (("--method", a.method != DEFAULT_METHOD), ("--prune", a.prune),
                                ("--structure", a.structure != default(fit, "structure")),
-                               ("--clique-budget", a.clique_budget != DEFAULT_CLIQUE_BUDGET)) if on]
+                               ("--clique-budget", a.clique_budget is not None)) if on]
     if ignored:
         note(f"{', '.join(ignored)} ignored: {a.source} is a fitted model "
              "(they apply to a reports file)")
@@ -253,7 +255,7 @@ def cmd_graph(a: argparse.Namespace) -> None:
 
     if a.phi is not None:
         check_phi(a.phi)
-    if a.clique_budget < 1:
+    if a.clique_budget is not None and a.clique_budget < 1:
         raise ValueError(f"--clique-budget ({a.clique_budget}) must be an integer >= 1")
     if not os.path.exists(a.source):
         raise FileNotFoundError(f"model or reports file {a.source!r} does not exist")
@@ -336,7 +338,10 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
                         "tree: a Chow-Liu tree (tiny budgets).  --prune and --model-phi imply phi")
     f.add_argument("--prune", action="store_true", help="entropy-based pruning of the pairs (Alg. 5)")
     f.add_argument("--model-phi", type=float, help="build the junction tree / release on the MI graph at this phi instead (default: --phi); the reported graph stays at --phi")
-    f.add_argument("--clique-budget", type=int, default=DEFAULT_CLIQUE_BUDGET, help=f"largest clique joint in cells (default {DEFAULT_CLIQUE_BUDGET}); larger cliques are split by dropping the weakest edges")
+    f.add_argument("--clique-budget", type=int, default=None,
+                   help=f"largest clique joint in cells (default {PGM_CLIQUE_BUDGET:,} with --release pgm, "
+                        f"{DEFAULT_CLIQUE_BUDGET:,} with --release cliques); larger cliques are split by "
+                        "dropping the weakest edges")
     f.add_argument("--heuristic", choices=HEURISTICS, default=heuristic)
     f.add_argument("--tol", type=float, help="estimator stopping tolerance (largest cell change; default: the estimator's)")
     add_scale_options(f)
@@ -358,7 +363,8 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:
                    help="for a reports file: the edge rule, as in lopub fit (default auto; --phi or "
                         "--prune imply phi)")
     g.add_argument("--prune", action="store_true", help="for a reports file")
-    g.add_argument("--clique-budget", type=int, default=DEFAULT_CLIQUE_BUDGET, help=f"for a reports file (default {DEFAULT_CLIQUE_BUDGET})")
+    g.add_argument("--clique-budget", type=int, default=None,
+                   help=f"for a reports file (default {PGM_CLIQUE_BUDGET:,}, the pgm release's)")
     add_verbosity(g, quiet_help=QUIET_HELP)
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_graph)
