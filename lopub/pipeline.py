@@ -40,21 +40,32 @@ from .progress import Progress
 
 RELEASES = ("pgm", "cliques")
 FIT_OPTIONS = ("accelerate", "max_iter", "memory_budget", "tol")
-#: largest clique (cells) of release "cliques", the paper's: EM estimates every clique joint
+#: largest clique (cells) of release "cliques", the paper's (EM estimates every clique joint), and
+#: of release "pgm" below PGM_USERS_PER_CELL * DEFAULT_CLIQUE_BUDGET users
 DEFAULT_CLIQUE_BUDGET = 50_000
-#: largest clique (cells) of release "pgm": its cliques are completed by the fitted model from the
-#: measured sets, never estimated, so size costs model-fit time only.  Measured with 10^6 users
-#: (docs/BENCHMARKS.md, issue 12): 50,000 -> 200,000 takes 11 % (epsilon 8) and 23 % (epsilon 16) off
-#: the planned release; on Adult (45,222 records) the budget does not bind and nothing changes.
+#: release "pgm": its cliques are completed by the fitted model from the measured sets, never
+#: estimated, so size costs model-fit time, and a model larger than the data can support costs
+#: accuracy.  Its default budget grows with the users, one cell per PGM_USERS_PER_CELL users, from
+#: DEFAULT_CLIQUE_BUDGET up to PGM_CLIQUE_BUDGET.  Measured (docs/BENCHMARKS.md, issue 12): with
+#: 10^6 users 50,000 -> 200,000 takes 11 % (epsilon 8) and 23 % (epsilon 16) off the planned
+#: release; with 20,000-45,000 users a larger model was 0-11 % worse at epsilon 16.
 PGM_CLIQUE_BUDGET = 200_000
+PGM_USERS_PER_CELL = 5
 #: release "pgm", structure "auto": the model may hold this many clique budgets of cells in all
 #: (or more when the noise supports it; see ``min_cells`` in :mod:`lopub.dependency.structure`)
 PGM_MODEL_CELLS = 2
 
 
-def default_clique_budget(release: str) -> int:
-    """The clique budget ``fit`` uses for ``release`` when none is given."""
-    return PGM_CLIQUE_BUDGET if release == "pgm" else DEFAULT_CLIQUE_BUDGET
+def default_clique_budget(release: str, n: int | None = None) -> int:
+    """The clique budget ``fit`` uses for ``release`` and ``n`` users when none is given.
+
+    "cliques": ``DEFAULT_CLIQUE_BUDGET``.  "pgm": ``n / PGM_USERS_PER_CELL``
+    clamped to ``[DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET]`` (the smallest
+    when ``n`` is unknown).
+    """
+    if release != "pgm" or n is None:
+        return DEFAULT_CLIQUE_BUDGET
+    return int(min(PGM_CLIQUE_BUDGET, max(DEFAULT_CLIQUE_BUDGET, int(n) // PGM_USERS_PER_CELL)))
 
 
 def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] | None = None,
@@ -163,8 +174,8 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: s
     clique_budget : int, optional
         Largest clique in cells; bigger cliques are split by dropping the
         weakest edges (:func:`lopub.dependency.budgeted_junction_tree`).
-        Default :func:`default_clique_budget`: ``PGM_CLIQUE_BUDGET`` (200,000)
-        for release "pgm", ``DEFAULT_CLIQUE_BUDGET`` (50,000) for "cliques".
+        Default :func:`default_clique_budget`: 50,000 for release "cliques";
+        for "pgm" one cell per 5 users, between 50,000 and 200,000.
         Checked before any estimation against what the release can handle
         (the model fit's or the estimator's memory).
     heuristic : {"min-fill", "min-size"}
@@ -208,13 +219,13 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: s
     """
     t0 = time.perf_counter()
     structure = _check_fit_options(phi, model_phi, release, structure, prune)
-    if clique_budget is None:
-        clique_budget = default_clique_budget(release)
     fit_options = dict(fit_options or {})
     if set(fit_options) - set(FIT_OPTIONS):
         raise TypeError(f"fit_options has unknown key(s) {sorted(set(fit_options) - set(FIT_OPTIONS))}; "
                         f"expected some of {list(FIT_OPTIONS)}")
     cache, n = _session(reports, estimator, method, estimator_options, progress)
+    if clique_budget is None:
+        clique_budget = default_clique_budget(release, n)
     _check_capacity(cache, clique_budget, release, fit_options.get("memory_budget", DEFAULT_MEMORY_BUDGET))
     dg, jt, dropped, secs = dependency(cache, phi=phi, prune=prune, clique_budget=clique_budget,
                                        heuristic=heuristic, prune_options=prune_options,

@@ -307,15 +307,26 @@ def test_plain_estimates_get_the_documented_fallback_variance():
 
 
 @pytest.mark.parametrize("release", ["pgm", "cliques"])
-def test_default_clique_budget_depends_on_the_release(release):
-    from lopub.pipeline import DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, default_clique_budget
+def test_default_clique_budget_is_recorded_and_bounds_the_cliques(release):
+    from lopub.pipeline import DEFAULT_CLIQUE_BUDGET
 
     bn = embedded_model()
     reports = encode(bn.sample(400, rng=3), CollectionSpec.from_domain(bn.domain, f=0.5), rng=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = fit(reports, method="moment", release=release)
-    want = PGM_CLIQUE_BUDGET if release == "pgm" else DEFAULT_CLIQUE_BUDGET
-    assert default_clique_budget(release) == want
-    assert res.report.clique_budget == want and res.model.meta["fit"]["clique_budget"] == want
-    assert all(bn.domain.cells(list(c)) <= want for c in res.model.tree.cliques)
+    assert res.report.clique_budget == DEFAULT_CLIQUE_BUDGET  # 400 users: the smallest default
+    assert res.model.meta["fit"]["clique_budget"] == DEFAULT_CLIQUE_BUDGET
+    assert all(bn.domain.cells(list(c)) <= DEFAULT_CLIQUE_BUDGET for c in res.model.tree.cliques)
+
+
+def test_pgm_default_clique_budget_grows_with_the_users():
+    from lopub.pipeline import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL,
+                                default_clique_budget)
+
+    assert default_clique_budget("pgm", None) == DEFAULT_CLIQUE_BUDGET
+    assert default_clique_budget("pgm", 45_222) == DEFAULT_CLIQUE_BUDGET
+    assert default_clique_budget("pgm", 500_000) == 500_000 // PGM_USERS_PER_CELL
+    assert default_clique_budget("pgm", 1_000_000) == PGM_CLIQUE_BUDGET
+    assert default_clique_budget("pgm", 10**8) == PGM_CLIQUE_BUDGET
+    assert default_clique_budget("cliques", 10**8) == DEFAULT_CLIQUE_BUDGET

@@ -21,8 +21,8 @@ from ..dependency.junction import HEURISTICS
 from ..estimate import METHODS
 from ..evaluate import evaluate_release
 from ..io import atomic_write_text
-from ..pipeline import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, RELEASES, STRUCTURES, default_clique_budget,
-                        dependency, fit, model_structure_options)
+from ..pipeline import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
+                        default_clique_budget, dependency, fit, model_structure_options)
 from ..progress import note
 from ._commands import add_command
 from ._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
@@ -233,7 +233,8 @@ def _graph_of_reports(a: argparse.Namespace):
     cache = MarginalCache(make_estimator(reports, a.method, progress=shown))
     phi = default(dependency, "phi") if a.phi is None else a.phi
     structure = "phi" if (a.prune or a.structure == "auto" and a.phi is not None) else a.structure
-    budget = default_clique_budget(default(fit, "release")) if a.clique_budget is None else a.clique_budget
+    budget = (default_clique_budget(default(fit, "release"), reports.n) if a.clique_budget is None
+              else a.clique_budget)
     model = model_structure_options(default(fit, "release"), structure, budget)
     dg, tree, _, _ = dependency(cache, phi=phi, prune=a.prune, clique_budget=budget,
                                 progress=shown, warn=False, structure=structure, n=reports.n,
@@ -339,9 +340,9 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--prune", action="store_true", help="entropy-based pruning of the pairs (Alg. 5)")
     f.add_argument("--model-phi", type=float, help="build the junction tree / release on the MI graph at this phi instead (default: --phi); the reported graph stays at --phi")
     f.add_argument("--clique-budget", type=int, default=None,
-                   help=f"largest clique joint in cells (default {PGM_CLIQUE_BUDGET:,} with --release pgm, "
-                        f"{DEFAULT_CLIQUE_BUDGET:,} with --release cliques); larger cliques are split by "
-                        "dropping the weakest edges")
+                   help=f"largest clique joint in cells (default: {DEFAULT_CLIQUE_BUDGET:,} with --release "
+                        f"cliques; with pgm one cell per {PGM_USERS_PER_CELL} users, {DEFAULT_CLIQUE_BUDGET:,} "
+                        f"to {PGM_CLIQUE_BUDGET:,}); larger cliques are split by dropping the weakest edges")
     f.add_argument("--heuristic", choices=HEURISTICS, default=heuristic)
     f.add_argument("--tol", type=float, help="estimator stopping tolerance (largest cell change; default: the estimator's)")
     add_scale_options(f)
@@ -364,7 +365,7 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:
                         "--prune imply phi)")
     g.add_argument("--prune", action="store_true", help="for a reports file")
     g.add_argument("--clique-budget", type=int, default=None,
-                   help=f"for a reports file (default {PGM_CLIQUE_BUDGET:,}, the pgm release's)")
+                   help="for a reports file (default: the pgm release's, from the number of reports)")
     add_verbosity(g, quiet_help=QUIET_HELP)
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_graph)
