@@ -47,10 +47,11 @@ DEFAULT_CLIQUE_BUDGET = 50_000
 #: estimated, so size costs model-fit time, and a model larger than the data can support costs
 #: accuracy.  Its default budget grows with the users, one cell per PGM_USERS_PER_CELL users, from
 #: DEFAULT_CLIQUE_BUDGET up to PGM_CLIQUE_BUDGET.  Measured (docs/BENCHMARKS.md, issue 12): with
-#: 10^6 users 50,000 -> 200,000 takes 11 % (epsilon 8) and 23 % (epsilon 16) off the planned
-#: release; with 20,000-45,000 users a larger model was 0-11 % worse at epsilon 16.
+#: 10^6 users 50,000 -> 100,000 takes 6 % (epsilon 8) and 18 % (epsilon 16) off the planned
+#: release (200,000: 11 % and 23 %, at twice the model-fit time); with 20,000-45,000 users a
+#: larger model was 0-11 % worse at epsilon 16.
 PGM_CLIQUE_BUDGET = 200_000
-PGM_USERS_PER_CELL = 5
+PGM_USERS_PER_CELL = 10
 #: release "pgm", structure "auto": the model may hold this many clique budgets of cells in all
 #: (or more when the noise supports it; see ``min_cells`` in :mod:`lopub.dependency.structure`)
 PGM_MODEL_CELLS = 2
@@ -175,7 +176,7 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: s
         Largest clique in cells; bigger cliques are split by dropping the
         weakest edges (:func:`lopub.dependency.budgeted_junction_tree`).
         Default :func:`default_clique_budget`: 50,000 for release "cliques";
-        for "pgm" one cell per 5 users, between 50,000 and 200,000.
+        for "pgm" one cell per 10 users, between 50,000 and 200,000.
         Checked before any estimation against what the release can handle
         (the model fit's or the estimator's memory).
     heuristic : {"min-fill", "min-size"}

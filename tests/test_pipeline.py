@@ -326,7 +326,7 @@ def test_pgm_default_clique_budget_grows_with_the_users():
 
     assert default_clique_budget("pgm", None) == DEFAULT_CLIQUE_BUDGET
     assert default_clique_budget("pgm", 45_222) == DEFAULT_CLIQUE_BUDGET
-    assert default_clique_budget("pgm", 500_000) == 500_000 // PGM_USERS_PER_CELL
-    assert default_clique_budget("pgm", 1_000_000) == PGM_CLIQUE_BUDGET
+    assert default_clique_budget("pgm", 1_000_000) == 1_000_000 // PGM_USERS_PER_CELL
+    assert DEFAULT_CLIQUE_BUDGET < 1_000_000 // PGM_USERS_PER_CELL < PGM_CLIQUE_BUDGET
     assert default_clique_budget("pgm", 10**8) == PGM_CLIQUE_BUDGET
     assert default_clique_budget("cliques", 10**8) == DEFAULT_CLIQUE_BUDGET
