@@ -67,37 +67,63 @@ _WRAP = ("import resource, sys\n"
          "sys.exit(rc)\n")
 
 
-def _tree_pss_mb(proc) -> float:
-    """Proportional set size of ``proc`` and its descendants, MiB (shared pages split, not doubled)."""
-    total = 0
-    for p in [proc] + proc.children(recursive=True):
-        try:
-            total += p.memory_full_info().pss
-        except Exception:  # the process ended between listing and reading
-            pass
-    return total / 2**20
+def monitor(cmd: list[str], *, timeout: float | None = None, every: float = 0.2) -> dict:
+    """Run ``cmd``, sampling its process tree every ``every`` s (psutil, from the dask extra).
 
-
-def _run_sampled(cmd: list[str]) -> tuple[subprocess.CompletedProcess, float, float | None]:
-    """Run ``cmd``; wall seconds and the peak PSS of its process tree (sampled every 0.25 s)."""
+    Returns ``done`` (CompletedProcess; None on timeout: the tree is killed),
+    ``wall`` seconds, ``timed_out``, ``root`` (the pid of ``cmd``), ``rss``
+    (peak RSS in bytes per pid) and ``pss_mb`` (peak proportional set size of
+    the whole tree, MiB: pages shared between processes counted once; None
+    without psutil).
+    """
     try:
         import psutil
-    except ImportError:  # psutil comes with the dask extra; without it no PSS is recorded
+    except ImportError:  # psutil comes with the dask extra; without it nothing is sampled
         psutil = None
+    import threading
+
+    peaks: dict[int, int] = {}
+    pss = [0.0]
+    stop = threading.Event()
     t0 = time.perf_counter()
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        peak = None
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def sample() -> None:
+        try:
+            root = psutil.Process(proc.pid)
+            while not stop.is_set():
+                total = 0
+                for p in [root] + root.children(recursive=True):
+                    try:
+                        info = p.memory_full_info()
+                    except psutil.Error:  # ended between listing and reading
+                        continue
+                    peaks[p.pid] = max(peaks.get(p.pid, 0), info.rss)
+                    total += info.pss
+                pss[0] = max(pss[0], total / 2**20)
+                stop.wait(every)
+        except psutil.Error:  # the command has ended
+            return
+
+    th = threading.Thread(target=sample, daemon=True) if psutil is not None else None
+    if th is not None:
+        th.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        done, timed_out = subprocess.CompletedProcess(cmd, proc.returncode, out, err), False
+    except subprocess.TimeoutExpired:
         if psutil is not None:
-            handle, peak = psutil.Process(proc.pid), 0.0
-            while proc.poll() is None:
-                try:
-                    peak = max(peak, _tree_pss_mb(handle))
-                except psutil.Error:
-                    break
-                time.sleep(0.25)
-        out, err = proc.communicate()
+            for p in psutil.Process(proc.pid).children(recursive=True):
+                p.kill()
+        proc.kill()
+        proc.communicate()
+        done, timed_out = None, True
     wall = time.perf_counter() - t0
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), wall, peak
+    stop.set()
+    if th is not None:
+        th.join()
+    return {"done": done, "wall": wall, "timed_out": timed_out, "root": proc.pid, "rss": peaks,
+            "pss_mb": pss[0] if psutil is not None else None}
 
 
 def run_fit(reports: Path, method: str, jobs: int, out: Path, extra: list[str] | None = None) -> dict:
@@ -106,14 +132,15 @@ def run_fit(reports: Path, method: str, jobs: int, out: Path, extra: list[str] |
     ``peak_rss_mb`` is the largest process (the fit or one of its workers);
     ``peak_rss_sum_mb`` adds the fit's peak and the largest worker's, an upper
     bound on the total (pages the workers share with the fit count twice);
-    ``peak_pss_mb`` is the sampled peak of the whole process tree's
+    ``peak_pss_mb`` is the sampled peak (:func:`monitor`) of the whole process tree's
     proportional set size (shared pages counted once), the memory the fit
     really holds.
     """
     cmd = [sys.executable, "-c", _WRAP, "fit", str(reports), "--method", method, "--phi", str(PHI),
            "--jobs", str(jobs), "--out", str(out), "--json", "--quiet"] + list(extra or [])
     load = os.getloadavg()[0]
-    done, wall, pss = _run_sampled(cmd)
+    mon = monitor(cmd)
+    done, wall, pss = mon["done"], mon["wall"], mon["pss_mb"]
     if done.returncode != 0:
         raise RuntimeError(f"lopub fit {reports} --method {method} --jobs {jobs} failed:\n{done.stderr}")
     own, kids = (int(x) for x in done.stderr.rsplit("PEAK_KB", 1)[1].split())

@@ -45,16 +45,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import _WRAP, F, H, M, PHI, exponent  # noqa: E402
+from bench_scale import _WRAP, F, H, M, PHI, exponent, monitor  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FULL = {"wide_n": 50_000, "wide_ds": (15, 30, 60, 100), "dask_n": 10_000_000, "dask_em_n": 2_000_000,
@@ -154,53 +152,23 @@ def run_monitored(args: list[str], *, timeout: float | None = None) -> dict:
     the client's peak RSS, each child's peak RSS (Dask workers or forked
     workers), ``ru_maxrss`` and the load average before and after.
     """
-    import psutil
-
     load0 = os.getloadavg()
     cmd = [sys.executable, "-c", _WRAP] + args + ["--json", "--quiet"]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peaks: dict[int, int] = {}
-    stop = threading.Event()
-
-    def sample() -> None:
-        root = psutil.Process(proc.pid)
-        while not stop.is_set():
-            try:
-                for p in [root] + root.children(recursive=True):
-                    try:
-                        peaks[p.pid] = max(peaks.get(p.pid, 0), p.memory_info().rss)
-                    except psutil.Error:
-                        pass
-            except psutil.Error:
-                return
-            stop.wait(0.2)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        for p in psutil.Process(proc.pid).children(recursive=True):
-            p.kill()
-        proc.kill()
-        out, err = proc.communicate()
-        timed_out = True
-    wall = time.perf_counter() - t0
-    stop.set()
-    th.join()
+    mon = monitor(cmd, timeout=timeout)
+    wall, timed_out, peaks = mon["wall"], mon["timed_out"], dict(mon["rss"])
+    proc, done = mon["root"], mon["done"]
     res = {"args": args, "wall_seconds": round(wall, 2), "timed_out": timed_out,
            "load_before": [round(x, 2) for x in load0],
            "load_after": [round(x, 2) for x in os.getloadavg()],
-           "client_peak_rss_mb": round(peaks.pop(proc.pid, 0) / 2**20, 1),
-           "children_peak_rss_mb": sorted((round(v / 2**20, 1) for v in peaks.values()), reverse=True)}
+           "client_peak_rss_mb": round(peaks.pop(proc, 0) / 2**20, 1),
+           "children_peak_rss_mb": sorted((round(v / 2**20, 1) for v in peaks.values()), reverse=True),
+           "peak_pss_mb": None if mon["pss_mb"] is None else round(mon["pss_mb"], 1)}
     if timed_out:
         return res | {"report": None}
-    if proc.returncode != 0:
-        raise RuntimeError(f"lopub {' '.join(args)} failed:\n{err[-3000:]}")
-    own, kids = (int(x) for x in err.rsplit("PEAK_KB", 1)[1].split())
-    rep = json.loads(out)
+    if done.returncode != 0:
+        raise RuntimeError(f"lopub {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    own, kids = (int(x) for x in done.stderr.rsplit("PEAK_KB", 1)[1].split())
+    rep = json.loads(done.stdout)
     return res | {"ru_maxrss_mb": [round(own / 1024, 1), round(kids / 1024, 1)],
                   "report": {k: rep.get(k) for k in ("n", "method", "seconds", "edges", "estimator")}}
 
