@@ -57,16 +57,19 @@ PGM_USERS_PER_CELL = 10
 PGM_MODEL_CELLS = 2
 
 
-def default_clique_budget(release: str, n: int | None = None) -> int:
+def default_clique_budget(release: str, n: int | None = None, *, max_cells: int | None = None) -> int:
     """The clique budget ``fit`` uses for ``release`` and ``n`` users when none is given.
 
     "cliques": ``DEFAULT_CLIQUE_BUDGET``.  "pgm": ``n / PGM_USERS_PER_CELL``
     clamped to ``[DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET]`` (the smallest
-    when ``n`` is unknown).
+    when ``n`` is unknown), and to ``max_cells`` (what the model fit's memory
+    holds per clique) when that is larger than ``DEFAULT_CLIQUE_BUDGET``: a
+    default never asks for more than the memory allows.
     """
     if release != "pgm" or n is None:
         return DEFAULT_CLIQUE_BUDGET
-    return int(min(PGM_CLIQUE_BUDGET, max(DEFAULT_CLIQUE_BUDGET, int(n) // PGM_USERS_PER_CELL)))
+    top = PGM_CLIQUE_BUDGET if max_cells is None else min(PGM_CLIQUE_BUDGET, int(max_cells))
+    return int(max(DEFAULT_CLIQUE_BUDGET, min(top, int(n) // PGM_USERS_PER_CELL)))
 
 
 def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] | None = None,
@@ -225,9 +228,11 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: s
         raise TypeError(f"fit_options has unknown key(s) {sorted(set(fit_options) - set(FIT_OPTIONS))}; "
                         f"expected some of {list(FIT_OPTIONS)}")
     cache, n = _session(reports, estimator, method, estimator_options, progress)
-    if clique_budget is None:
-        clique_budget = default_clique_budget(release, n)
-    _check_capacity(cache, clique_budget, release, fit_options.get("memory_budget", DEFAULT_MEMORY_BUDGET))
+    memory = fit_options.get("memory_budget", DEFAULT_MEMORY_BUDGET)
+    if clique_budget is None:  # within what _check_capacity admits for d cliques
+        clique_budget = default_clique_budget(release, n,
+                                              max_cells=memory // (len(cache.domain) * BYTES_PER_CELL))
+    _check_capacity(cache, clique_budget, release, memory)
     dg, jt, dropped, secs = dependency(cache, phi=phi, prune=prune, clique_budget=clique_budget,
                                        heuristic=heuristic, prune_options=prune_options,
                                        model_phi=model_phi, progress=progress, warn=warn,

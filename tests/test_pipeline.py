@@ -330,3 +330,33 @@ def test_pgm_default_clique_budget_grows_with_the_users():
     assert DEFAULT_CLIQUE_BUDGET < 1_000_000 // PGM_USERS_PER_CELL < PGM_CLIQUE_BUDGET
     assert default_clique_budget("pgm", 10**8) == PGM_CLIQUE_BUDGET
     assert default_clique_budget("cliques", 10**8) == DEFAULT_CLIQUE_BUDGET
+    # never more than the model fit's memory holds, never less than the old default
+    assert default_clique_budget("pgm", 10**8, max_cells=60_000) == 60_000
+    assert default_clique_budget("pgm", 10**8, max_cells=10_000) == DEFAULT_CLIQUE_BUDGET
+
+
+def test_default_pgm_clique_budget_fits_the_model_memory_of_wide_data():
+    # 300 attributes and 2M users: the N rule alone (200,000 cells) would be refused by the
+    # capacity check (300 cliques x 200,000 cells x 64 bytes > 2 GiB)
+    from lopub.pgm.fit import BYTES_PER_CELL, DEFAULT_MEMORY_BUDGET
+    from lopub.pipeline import default_clique_budget
+
+    cap = DEFAULT_MEMORY_BUDGET // (300 * BYTES_PER_CELL)
+    budget = default_clique_budget("pgm", 2_000_000, max_cells=cap)
+    assert budget == cap and 300 * budget * BYTES_PER_CELL <= DEFAULT_MEMORY_BUDGET
+
+
+def test_fit_defaults_the_pgm_clique_budget_from_n_and_the_model_memory():
+    from lopub.collect import MarginalPlan, MarginalSource, collect_records, measure_marginals
+    from lopub.datasets import embedded
+    from lopub.pgm.fit import BYTES_PER_CELL
+
+    data = embedded(2000, rng=5)
+    plan = MarginalPlan(data.domain, list(itertools.combinations(data.domain.attrs, 2)), 8.0)
+    measured = measure_marginals(collect_records(data, plan, rng=6))
+    source = MarginalSource(data.domain, measured.measurements(), n=10**7)  # as if 10^7 users
+    d = len(data.domain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fit(estimator=source, fit_options={"memory_budget": d * BYTES_PER_CELL * 80_000})
+    assert res.report.clique_budget == 80_000  # the memory's cap, below the N rule's 200,000
