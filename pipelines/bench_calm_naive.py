@@ -42,52 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_budgets as bb  # noqa: E402
-
-ROUNDS = 10
-
-
-def consistent_pairs(tables: dict, variances: dict, rounds: int = ROUNDS) -> dict:
-    """CALM consistency plus Norm-Sub on pair tables; returns new tables (same keys).
-
-    Parameters
-    ----------
-    tables : dict (a, b) -> ndarray (|a|, |b|)
-        Unbiased pair tables (may hold negative cells); each sums to about 1.
-    variances : dict (a, b) -> float
-        Each table's cell variance (its mean over cells).
-    rounds : int
-        Rounds of (consistency for every attribute, then Norm-Sub).
-    """
-    from lopub.postprocess import norm_sub
-
-    if rounds < 1:
-        raise ValueError(f"rounds ({rounds}) must be >= 1")
-    t = {k: np.asarray(v, dtype=float) + (1.0 - float(np.sum(v))) / np.size(v) for k, v in tables.items()}
-    attrs = list(dict.fromkeys(a for k in t for a in k))
-    for _ in range(rounds):
-        for a in attrs:  # attributes, not users
-            held = [(k, k.index(a)) for k in t if a in k]
-            sums = [t[k].sum(axis=1 - ax) for k, ax in held]
-            others = [t[k].shape[1 - ax] for k, ax in held]
-            w = np.array([1.0 / (c * max(variances[k], 1e-300)) for (k, _), c in zip(held, others)])
-            target = sum(wi * s for wi, s in zip(w, sums)) / w.sum()
-            for (k, ax), s, c in zip(held, sums, others):
-                shift = (target - s) / c
-                t[k] = t[k] + (shift[:, None] if ax == 0 else shift[None, :])
-        t = {k: norm_sub(v) for k, v in t.items()}
-    return t
-
-
-def naive_tvd(data, reports) -> float:
-    """Mean 2-way TVD over all pairs of the consistent pair tables against the true data."""
-    from lopub.collect import measure_marginals
-
-    ms = measure_marginals(reports).measurements()
-    tables = {m.attrs: m.estimate for m in ms}
-    variances = {m.attrs: float(m.sigma2) for m in ms}
-    out = consistent_pairs(tables, variances)
-    vals = [0.5 * float(np.abs(out[k] - data.project(list(k)).values).sum()) for k in out]
-    return float(np.mean(vals))
+from bench_budgets import ROUNDS, consistent_pairs, naive_tvd  # noqa: E402,F401  (defined there, used by both)
 
 
 def run_cell(data, dataset: str, eps: float, seed: int) -> dict:

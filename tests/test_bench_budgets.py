@@ -43,9 +43,18 @@ def test_quick_rows_have_every_release_with_finite_tvd(quick):
 def test_quick_ratio_and_best_are_consistent(quick):
     r = quick["rows"][0]
     scored = {k: v["tvd_model"] for k, v in r["base"].items()}
-    assert r["best_baseline_tvd"] == min(scored.values())
-    ratio = r["planned"]["tvd_model"] / min(scored.values())
-    assert r["ratio_planned_to_best_baseline"] == pytest.approx(ratio)
+    issue = {k: scored[k] for k in bench_budgets.ISSUE_BASELINES}
+    assert r["best_baseline_tvd"] == min(issue.values())
+    assert r["best_baseline"] in bench_budgets.ISSUE_BASELINES
+    assert r["ratio_planned_to_best_baseline"] == pytest.approx(r["planned"]["tvd_model"] / min(issue.values()))
+    assert r["best_baseline_tvd_incl_fitted_pairs"] == min(scored.values())
+    assert r["ratio_planned_to_best_baseline_incl_fitted_pairs"] == pytest.approx(
+        r["planned"]["tvd_model"] / min(scored.values()))
+    # the Bloom baseline is the best of every (h, estimator) it ran
+    bloom = r["base"]["bloom-best-h"]
+    assert bloom["tvd_model"] == min(bloom["per_h"].values())
+    assert set(bloom["per_h"]) == {f"{h}/{m}" for h in bench_budgets.BLOOM_HS
+                                   for m in bench_budgets.BLOOM_METHODS}
     # the recommended protocol's explicit figure is the planned release itself
     assert r["own"][r["recommended"]]["tvd_model"] == r["planned"]["tvd_model"]
 
@@ -63,15 +72,16 @@ def test_zcdp_rho_inverts_the_conversion():
         assert rho + 2 * math.sqrt(rho * math.log(1 / bench_budgets.DELTA)) == pytest.approx(eps)
 
 
-def _row(seed, planned, pairs, eps=4.0):
-    base = {"one-attribute": {"tvd_model": 0.5}, "pairs": {"tvd_model": pairs},
-            "bloom-best-h": {"skipped": True}}
+def _row(seed, planned, pairs, eps=4.0, fitted=1.0):
+    base = {"one-attribute": {"tvd_model": 0.5}, "pairs-naive": {"tvd_model": pairs},
+            "pairs": {"tvd_model": fitted}, "bloom-best-h": {"skipped": True}}
     return {"dataset": "toy", "n": 1000, "epsilon": eps, "seed": seed, "bloom_skipped": True,
             "recommended": "marginals", "best_own": "marginals", "predicted": {"marginals": 0.1},
             "planned": {"tvd_model": planned, "tvd_synthetic": planned},
             "own": {"marginals": {"tvd_model": planned}, "one-attribute": {"tvd_model": 0.5},
                     "bloom": {"skipped": True}},
-            "base": base, "best_baseline": "pairs", "best_baseline_tvd": pairs,
+            "base": base, "best_baseline": "pairs-naive", "best_baseline_tvd": pairs,
+            "plan_params": {"bloom_h": 1, "marginals": None}, "central": {"tvd_model": 0.01},
             "ratio_planned_to_best_baseline": planned / pairs}
 
 
@@ -86,3 +96,64 @@ def test_seed_means_paired_difference_and_its_standard_error():
     clear = [_row(s, 0.12 + 0.001 * s, 0.10) for s in range(3)]  # 0.021 +- 0.0006: beyond noise
     assert len(bench_budgets.verdicts(clear, [])["planned_vs_best_baseline_beyond_noise"]["misses"]) == 1
     assert bench_budgets.verdicts(clear, [])["planner_pick_best_measured_own_without_bloom"]["pass"] == 3
+
+
+def test_verdicts_against_the_issues_baselines_and_with_fitted_pairs():
+    # fitted pairs (lopub's own all-pairs protocol) beat planned; the issue's baselines do not
+    rows = [_row(s, 0.10, 0.20, fitted=0.09) for s in range(3)]
+    v = bench_budgets.verdicts(rows, [])
+    assert v["baselines"] == list(bench_budgets.ISSUE_BASELINES)
+    assert v["planned_le_every_ldp_baseline"]["pass"] == 3
+    assert v["seed_means"][0]["best_baseline"] == "pairs-naive"
+    strict = v["incl_fitted_pairs"]
+    assert strict["planned_le_every_ldp_baseline"]["pass"] == 0
+    assert strict["seed_means"][0]["best_baseline"] == "pairs"
+    assert strict["seed_means"][0]["ratio"] == pytest.approx(0.10 / 0.09, abs=1e-3)
+
+
+def test_ten_percent_target_counts_only_1m_cells_at_eps_4_to_16():
+    rows = [dict(_row(s, 0.08, 0.10, eps=e), n=bench_budgets.LARGE_N) for s in range(2) for e in (2.0, 4.0, 16.0)]
+    big = bench_budgets.verdicts(rows, [])["ge_10pct_better_at_1M_eps_4_16"]
+    assert big["cells"] == 4 and big["pass"] == 4
+    assert big["seed_mean_ratios"] == {"4": 0.8, "16": 0.8}
+
+
+def test_attach_naive_fills_matching_rows_and_refuses_another_run():
+    rows = [_row(0, 0.10, 0.2), _row(1, 0.11, 0.2)]
+    for r in rows:
+        del r["base"]["pairs-naive"]
+    naive = [{"dataset": "toy", "epsilon": 4, "seed": 0, "planned": 0.10, "pairs_naive_consistency": 0.3}]
+    assert bench_budgets.attach_naive(rows, naive) == 1
+    assert rows[0]["base"]["pairs-naive"]["tvd_model"] == 0.3
+    assert "pairs-naive" not in rows[1]["base"]
+    other = [{"dataset": "toy", "epsilon": 4.0, "seed": 1, "planned": 0.12, "pairs_naive_consistency": 0.3}]
+    with pytest.raises(ValueError, match="differs"):
+        bench_budgets.attach_naive(rows, other)
+
+
+def test_pick_seed_means_compares_the_pick_with_the_best_mean():
+    rows = [_row(s, 0.10, 0.2) for s in range(3)]
+    for r in rows:
+        r["own"]["one-attribute"] = {"tvd_model": 0.10}  # a tie
+    res = bench_budgets.pick_seed_means(rows)
+    assert res["cells"] == 1 and res["pass"] == 1  # ties go to the pick (min keeps OWN order)
+    rows[1]["own"]["one-attribute"] = {"tvd_model": 0.05}
+    res = bench_budgets.pick_seed_means(rows)
+    assert res["pass"] == 0 and res["misses"][0]["best_own"] == "one-attribute"
+
+
+def test_report_takes_a_rerun_cell_from_the_named_file(tmp_path):
+    old = [_row(s, 0.10, 0.2) for s in range(2)] + [_row(0, 0.30, 0.2, eps=8.0)]
+    new = [_row(s, 0.05, 0.2, eps=8.0) for s in range(2)]
+    paths = []
+    for name, rows in (("old.json", old), ("new.json", new)):
+        (tmp_path / name).write_text(json.dumps({"rows": rows, "timings": []}))
+        paths.append(str(tmp_path / name))
+    out = tmp_path / "merged.json"
+    assert bench_budgets.main(["--report", *paths, "--only", f"toy:8={paths[1]}", "--save", str(out)]) == 0
+    merged = json.loads(out.read_text())
+    assert sorted((r["epsilon"], r["planned"]["tvd_model"]) for r in merged["rows"]) == [
+        (4.0, 0.10), (4.0, 0.10), (8.0, 0.05), (8.0, 0.05)]
+    assert merged["verdicts"]["planned_le_every_ldp_baseline"]["cells"] == 4
+    with pytest.raises(SystemExit):
+        bench_budgets.main(["--report", *paths, "--only", "toy:8=elsewhere.json"])
