@@ -5,6 +5,8 @@ Usage::
     LOPUB_DATA_DIR=/path/to/datasets python pipelines/bench_budgets.py \
         [--datasets adult,embedded,adult-1m] [--epsilons 0.5,1,2,4,8,16,64] [--seeds 0] \
         [--n-embedded 20000] [--skip-bloom-above N] [--out bench_budgets.json] [--quick]
+    python pipelines/bench_budgets.py --report RUN.json [RUN.json ...] [--naive NAIVE.json ...] \
+        [--only DATASET:EPS=RUN.json ...] [--datasets ...] [--epsilons ...] [--save MERGED.json]
 
 For every (dataset, epsilon per record, seed) cell, every release is compared
 with the true data by the mean TVD over all 2-way marginals, computed exactly
@@ -580,6 +582,8 @@ def main(argv=None) -> int:
     if a.report:
         saved = [json.load(open(path)) for path in a.report]
         rows = _replace_cells([(path, s["rows"]) for path, s in zip(a.report, saved)], a.only)
+        keep_ds, keep_eps = set(a.datasets.split(",")), {float(e) for e in a.epsilons.split(",")}
+        rows = [r for r in rows if r["dataset"] in keep_ds and float(r["epsilon"]) in keep_eps]
         timings = [t for s in saved for t in s["timings"]]
         naive = [r for path in a.naive for r in json.load(open(path))["rows"]]
         attach_naive(rows, naive)
