@@ -557,8 +557,10 @@ def _f(x: float | None) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--datasets", default="adult,embedded,adult-1m")
-    p.add_argument("--epsilons", default="0.5,1,2,4,8,16,64")
+    p.add_argument("--datasets", default=None,
+                   help="comma-separated (default adult,embedded,adult-1m; with --report: keep only these)")
+    p.add_argument("--epsilons", default=None,
+                   help="comma-separated (default 0.5,1,2,4,8,16,64; with --report: keep only these)")
     p.add_argument("--seeds", default="0")
     p.add_argument("--n-embedded", type=int, default=20000)
     p.add_argument("--skip-bloom-above", type=int, default=None, metavar="N",
@@ -582,8 +584,10 @@ def main(argv=None) -> int:
     if a.report:
         saved = [json.load(open(path)) for path in a.report]
         rows = _replace_cells([(path, s["rows"]) for path, s in zip(a.report, saved)], a.only)
-        keep_ds, keep_eps = set(a.datasets.split(",")), {float(e) for e in a.epsilons.split(",")}
-        rows = [r for r in rows if r["dataset"] in keep_ds and float(r["epsilon"]) in keep_eps]
+        if a.datasets:
+            rows = [r for r in rows if r["dataset"] in set(a.datasets.split(","))]
+        if a.epsilons:
+            rows = [r for r in rows if float(r["epsilon"]) in {float(e) for e in a.epsilons.split(",")}]
         timings = [t for s in saved for t in s["timings"]]
         naive = [r for path in a.naive for r in json.load(open(path))["rows"]]
         attach_naive(rows, naive)
@@ -603,6 +607,8 @@ def main(argv=None) -> int:
                                                               "only": a.only}},
                                                  indent=2, default=str) + "\n")
         return 0
+    a.datasets = a.datasets or "adult,embedded,adult-1m"
+    a.epsilons = a.epsilons or "0.5,1,2,4,8,16,64"
     if a.quick:
         a.datasets, a.epsilons, a.seeds, a.n_embedded = "embedded", "4", "0", 3000
     rows, timings = [], []

@@ -157,3 +157,12 @@ def test_report_takes_a_rerun_cell_from_the_named_file(tmp_path):
     assert merged["verdicts"]["planned_le_every_ldp_baseline"]["cells"] == 4
     with pytest.raises(SystemExit):
         bench_budgets.main(["--report", *paths, "--only", "toy:8=elsewhere.json"])
+
+
+def test_report_keeps_only_the_cells_asked_for(tmp_path):
+    rows = [_row(0, 0.10, 0.2), _row(0, 0.05, 0.2, eps=8.0)]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": rows, "timings": []}))
+    out = tmp_path / "merged.json"
+    assert bench_budgets.main(["--report", str(path), "--epsilons", "8", "--save", str(out)]) == 0
+    assert [r["epsilon"] for r in json.loads(out.read_text())["rows"]] == [8.0]
