@@ -35,7 +35,7 @@ Baselines implemented here (``base``; all LDP at epsilon per record):
 * ``pairs-naive``: the issue's "one pair per user over all pairs with
   consistency (naive CALM-style)": one pair per user over all d(d-1)/2
   pairs (best oracle per pair), CALM's consistency step and Norm-Sub on the
-  pair tables, scored on those tables (``bench_calm_naive.naive_tvd``);
+  pair tables, scored on those tables (:func:`naive_tvd`);
 * ``pairs``: the same reports released by lopub's fitted graphical model
   (``fit`` on the marginal reports: every pair table, inverse-variance
   weighted, reconciled in one model) -- lopub's own all-pairs protocol, a
