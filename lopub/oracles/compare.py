@@ -138,6 +138,28 @@ def run_protocol(name: str, codes: np.ndarray, sizes: tuple, epsilon: float, *,
     return scheme.estimate(scheme.perturb(codes, rng=rng))
 
 
+#: Most simulated records one comparison may take (runs x records x budgets x protocols).
+#: The default protocols simulate about 80,000 records a second on one core (Adult), so
+#: this is hours of work; beyond it the request is almost surely a typo.
+MAX_SIMULATED_REPORTS = 10**9
+
+
+def check_work(runs: int, n: int, n_epsilons: int, n_protocols: int) -> int:
+    """``runs`` (an integer >= 1) after checking the comparison's size.
+
+    Raises ``ValueError`` naming ``runs`` when ``runs x n x n_epsilons x
+    n_protocols`` simulated records exceed :data:`MAX_SIMULATED_REPORTS`
+    (a comparison that would run for hours or forever).
+    """
+    runs = check_int("runs", runs, 1)
+    work = runs * int(n) * max(int(n_epsilons), 1) * max(int(n_protocols), 1)
+    if work > MAX_SIMULATED_REPORTS:
+        raise ValueError(f"runs ({runs}) x {n} records x {n_epsilons} epsilon(s) x {n_protocols} "
+                         f"protocol(s) = {work:.3g} simulated records; at most "
+                         f"{MAX_SIMULATED_REPORTS:.0e} (hours of simulation): use fewer runs or records")
+    return runs
+
+
 def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
             protocols: Sequence[str] = DEFAULT_PROTOCOLS, *, runs: int = 1,
             eps1_ratio: float = 0.6, method: str = "clip", dataset: Any = None,
@@ -145,7 +167,9 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
             rng: np.random.Generator | int | None = None) -> list[dict]:
     """MSE_avg and wall time of each protocol at each epsilon (mean over ``runs``).
 
-    Unknown protocol names raise ``ValueError`` before anything runs.
+    Unknown protocol names raise ``ValueError`` before anything runs, and so
+    does a comparison of more than :data:`MAX_SIMULATED_REPORTS` simulated
+    records (:func:`check_work`).
     Returns one dict per (protocol, epsilon) with keys ``protocol``,
     ``epsilon``, ``mse_avg``, ``seconds`` (collection + estimation, per run)
     and ``error`` (``None`` or why the protocol could not run at that
@@ -155,11 +179,11 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
     epsilons = [check_positive("epsilons", e) for e in epsilons]
     if not epsilons:
         raise ValueError("epsilons ([]) must hold at least one budget")
-    runs = check_int("runs", runs, 1)
     eps1_ratio = check_open_unit("eps1_ratio", eps1_ratio)
     lgrr_variant = check_lgrr_variant(lgrr_variant)
     sizes = check_sizes(sizes)
     codes = check_codes(codes, sizes)
+    runs = check_work(runs, codes.shape[0], len(epsilons), len(protocols))
     rng = resolve_rng(rng)
     true = [np.bincount(codes[:, j], minlength=k) / codes.shape[0] for j, k in enumerate(sizes)]
     rows = []

@@ -28,13 +28,26 @@ def clear(code, err, *words):
     ("--epsilons", "nan", "--epsilons ('nan')"), ("--epsilons", "abc", "--epsilons ('abc')"),
     ("--epsilons", "1,inf", "--epsilons ('1,inf')"), ("--runs", "0", "--runs (0)"),
     ("--runs", "-1", "--runs (-1)"), ("--eps1-ratio", "0", "--eps1-ratio (0)"),
-    ("--eps1-ratio", "1.5", "--eps1-ratio (1.5)"), ("--eps1-ratio", "nan", "--eps1-ratio (nan)")])
+    ("--eps1-ratio", "1.5", "--eps1-ratio (1.5)"), ("--eps1-ratio", "nan", "--eps1-ratio (nan)"),
+    # a comparison that would never end (a hypothesis run once hung CI on --runs 1e14)
+    ("--runs", "100000000000000", "--runs (100000000000000) x 300 records"),
+    ("--n", "100000000000000", "--runs (1) x 100000000000000 records")])
 def test_compare_protocols_refuses_bad_settings(capsys, option, value, words):
     argv = {"--n": "300", "--epsilons": "1", "--runs": "1", "--protocols": "spl-grr,allomfree"}
     argv[option] = value
     code, err = run_cli(["compare-protocols", "--quiet"] + [x for kv in argv.items() for x in kv],
                         capsys)
     clear(code, err, words)
+
+
+def test_compare_refuses_more_than_the_simulation_limit_and_runs_up_to_it():
+    from lopub.oracles.compare import MAX_SIMULATED_REPORTS, check_work
+
+    n, n_eps, n_prot = 1000, 2, 5
+    most = MAX_SIMULATED_REPORTS // (n * n_eps * n_prot)
+    assert check_work(most, n, n_eps, n_prot) == most
+    with pytest.raises(ValueError, match=r"runs \(%d\) x 1000 records x 2 epsilon\(s\) x 5 protocol" % (most + 1)):
+        check_work(most + 1, n, n_eps, n_prot)
 
 
 def test_compare_library_checks_runs_and_ratio():
