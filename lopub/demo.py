@@ -122,6 +122,9 @@ def run_demo(a: argparse.Namespace) -> dict:
         "junction tree, model fit")
     result = fit(reports, phi=phi, estimator=cache, progress=progress, warn=False)
     model, rep = result.model, result.report
+    graph = model.graph
+    if graph is None:  # fit always learns one; a model loaded from an old file may lack it
+        raise RuntimeError("fit returned a model without a dependency graph")
     if progress is not None:
         progress.close()
     model.save(out / "model.json")
@@ -135,18 +138,18 @@ def run_demo(a: argparse.Namespace) -> dict:
     pairs = list(itertools.combinations(bn.domain.attrs, 2))
     tvd_pairs = sum(table_tvd(data.project(list(p)), cache.marginal(list(p))) for p in pairs) / len(pairs)
     attrs = bn.domain.attrs
-    vs_skeleton = correlation_identification(model.graph.edges, bn.dependency_edges(), attrs)
-    vs_mi = correlation_identification(model.graph.edges, bn.mi_graph(phi).edges(), attrs)
-    plot_graph(model.graph.graph, model.tree, out / "graph.png", title="Learned dependency graph")
-    plot_mi(model.graph, out / "graph_mi.png")
+    vs_skeleton = correlation_identification(graph.edges, bn.dependency_edges(), attrs)
+    vs_mi = correlation_identification(graph.edges, bn.mi_graph(phi).edges(), attrs)
+    plot_graph(graph.graph, model.tree, out / "graph.png", title="Learned dependency graph")
+    plot_mi(graph, out / "graph_mi.png")
     atomic_write_text(out / "graph.json", json.dumps(
-        {"graph": model.graph.to_dict(), "junction_tree": model.tree.to_dict()}, indent=2) + "\n")
+        {"graph": graph.to_dict(), "junction_tree": model.tree.to_dict()}, indent=2) + "\n")
     times["evaluate"] = time.perf_counter() - t
     summary = {
         "records": data.n, "attributes": len(bn.domain), **collection, "phi": phi,
         "release": rep.release, "structure": rep.structure, "model_fit": rep.model_fit,
         "seconds": {k: round(v, 2) for k, v in times.items()},
-        "edges_found": len(model.graph.edges), "cliques": len(model.tree.cliques),
+        "edges_found": len(graph.edges), "cliques": len(model.tree.cliques),
         "largest_clique_cells": max(rep.clique_cells),
         "dropped_for_clique_budget": [[d["a"], d["b"]] for d in rep.dropped_edges if not d["in_clique"]],
         "tvd_2way_synthetic": round(tvd, 4), "tvd_2way_independent": round(tvd_base, 4),

@@ -54,6 +54,7 @@ class _Lines(tqdm):
     """
 
     monitor_interval = 0  # no monitor thread: lines are printed on updates only
+    disable: bool  # set by tqdm's __init__
 
     @staticmethod
     def status_printer(file: Any):
@@ -177,10 +178,12 @@ class ConsoleProgress:
                               "  {desc}: {n_fmt} [{elapsed}, {rate_fmt}{postfix}]")
 
     def _finish(self, *, redraw: bool) -> None:
+        bar, self._bar = self._bar, None
+        if bar is None:
+            return
         if redraw and not self.tty:
-            self._bar.refresh()
-        self._bar.close()  # on a terminal: the final state stays on its own line
-        self._bar = None
+            bar.refresh()
+        bar.close()  # on a terminal: the final state stays on its own line
 
 
 def note(message: str) -> None:

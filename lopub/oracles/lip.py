@@ -73,8 +73,8 @@ class _MatrixLIP(MeasureMixin):
     def k(self) -> int:
         return self.prior.size
 
-    @property
-    def variance_note(self) -> str:
+    @property  # the mixin's class attribute, computed here from the estimator
+    def variance_note(self) -> str:  # type: ignore[override]
         if self.estimator == "invert":
             return "exact fixed-dataset variance of the inversion at the post-processed estimate"
         return ("exact fixed-dataset variance of the posterior mean at the post-processed "

@@ -48,7 +48,7 @@ def sample_rows(matrix: np.ndarray, values: np.ndarray, rng: np.random.Generator
     out = np.empty(values.shape[0], dtype=np.int64)
     for start in range(0, values.shape[0], _CHUNK):  # chunks over users
         x = values[start:start + _CHUNK]
-        u = rng.random(x.shape[0])
+        u = rng.random((x.shape[0],))
         out[start:start + _CHUNK] = np.count_nonzero(u[:, None] >= cdf[x], axis=1)
     return np.minimum(out, matrix.shape[1] - 1)
 
@@ -87,8 +87,8 @@ class UELIP(MeasureMixin):
     def k(self) -> int:
         return self.prior.size
 
-    @property
-    def variance_note(self) -> str:
+    @property  # the mixin's class attribute, computed here from the estimator
+    def variance_note(self) -> str:  # type: ignore[override]
         return "exact fixed-dataset variance at the post-processed estimate" \
             if self.estimator == "invert" else _BAYES_NOTE
 
