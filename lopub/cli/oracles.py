@@ -195,9 +195,6 @@ def cmd_compare(a: argparse.Namespace) -> None:
     eps = _epsilons(a.epsilons)
     if a.runs < 1:
         raise ValueError(f"--runs ({a.runs}) must be an integer >= 1")
-    check_runs = lambda n: _named(check_work, "--runs", a.runs, n, len(eps), len(protocols))  # noqa: E731
-    if a.dataset == "embedded":
-        check_runs(a.n)  # before generating the records
     if not 0 < a.eps1_ratio < 1:
         raise ValueError(f"--eps1-ratio ({a.eps1_ratio:g}) must be in (0, 1): eps_1 = ratio x "
                          f"eps_inf, and one report cannot cost more than all of them")
@@ -212,7 +209,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
         if not a.domain:
             raise ValueError("--domain is needed when --dataset is a CSV file")
         data = _load_data(a)
-    check_runs(data.n)
+    _named(check_work, "--runs", a.runs, data.n, len(eps), len(protocols))  # before any simulation
     rows = compare(data.codes, data.domain.sizes, eps, protocols, runs=a.runs,
                    eps1_ratio=a.eps1_ratio, method=a.postprocess, dataset=data,
                    lgrr_variant=a.lgrr_variant, rng=a.seed)
