@@ -123,7 +123,7 @@ def run_demo(a: argparse.Namespace) -> dict:
     result = fit(reports, phi=phi, estimator=cache, progress=progress, warn=False)
     model, rep = result.model, result.report
     graph = model.graph
-    if graph is None:  # fit always learns one; a model loaded from an old file may lack it
+    if graph is None:  # fit always learns one (Model.graph is optional for loaded models)
         raise RuntimeError("fit returned a model without a dependency graph")
     if progress is not None:
         progress.close()

@@ -180,14 +180,6 @@ def _epsilons(text: str) -> list[float]:
     return eps
 
 
-def _named(check: Any, option: str, value: Any, *args: Any) -> Any:
-    """``check(value, *args)`` with its message naming the command-line ``option``."""
-    try:
-        return check(value, *args)
-    except ValueError as exc:
-        raise ValueError(f"{option} {str(exc).removeprefix('runs ')}") from None
-
-
 def cmd_compare(a: argparse.Namespace) -> None:
     from ..oracles.compare import ADULT_CATEGORICAL, check_protocols, check_work, format_table
 
@@ -209,7 +201,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
         if not a.domain:
             raise ValueError("--domain is needed when --dataset is a CSV file")
         data = _load_data(a)
-    _named(check_work, "--runs", a.runs, data.n, len(eps), len(protocols))  # before any simulation
+    check_work(a.runs, data.n, len(eps), len(protocols), name="--runs")  # before any simulation
     rows = compare(data.codes, data.domain.sizes, eps, protocols, runs=a.runs,
                    eps1_ratio=a.eps1_ratio, method=a.postprocess, dataset=data,
                    lgrr_variant=a.lgrr_variant, rng=a.seed)

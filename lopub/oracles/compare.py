@@ -144,17 +144,18 @@ def run_protocol(name: str, codes: np.ndarray, sizes: tuple, epsilon: float, *,
 MAX_SIMULATED_REPORTS = 10**9
 
 
-def check_work(runs: int, n: int, n_epsilons: int, n_protocols: int) -> int:
+def check_work(runs: int, n: int, n_epsilons: int, n_protocols: int, *, name: str = "runs") -> int:
     """``runs`` (an integer >= 1) after checking the comparison's size.
 
-    Raises ``ValueError`` naming ``runs`` when ``runs x n x n_epsilons x
-    n_protocols`` simulated records exceed :data:`MAX_SIMULATED_REPORTS`
-    (a comparison that would run for hours or forever).
+    Raises ``ValueError`` naming ``name`` (the parameter, ``--runs`` on the
+    command line) when ``runs x n x n_epsilons x n_protocols`` simulated
+    records exceed :data:`MAX_SIMULATED_REPORTS` (a comparison that would
+    run for hours or forever).
     """
-    runs = check_int("runs", runs, 1)
+    runs = check_int(name, runs, 1)
     work = runs * int(n) * max(int(n_epsilons), 1) * max(int(n_protocols), 1)
     if work > MAX_SIMULATED_REPORTS:
-        raise ValueError(f"runs ({runs}) x {n} records x {n_epsilons} epsilon(s) x {n_protocols} "
+        raise ValueError(f"{name} ({runs}) x {n} records x {n_epsilons} epsilon(s) x {n_protocols} "
                          f"protocol(s) = {work:.3g} simulated records; at most "
                          f"{MAX_SIMULATED_REPORTS:.0e} (hours of simulation): use fewer runs or records")
     return runs
