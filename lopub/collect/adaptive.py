@@ -16,8 +16,9 @@ subsets, each group has ``n / g`` users.  For a pair ``(a, b)``:
 * not measured: the model completes it from the one-way tables
   (maximum-entropy completion = independence), so the error is the pair's
   dependence ``delta`` (TVD of the pair from the product of its one-way
-  marginals: a prior guess, default 0.05, the prior's, or measured in a
-  screening phase) combined per cell, as a folded normal, with the noise of
+  marginals: a prior guess, default :data:`DEFAULT_DEPENDENCE` = 0.1, the
+  prior's, or measured in a screening phase) combined per cell, as a folded
+  normal, with the noise of
   the product of the post-processed one-way tables (delta method:
   ``p_b^2 mse_a + p_a^2 mse_b`` per cell);
 * the cell probabilities are uniform (``1/K``) unless a ``prior`` (tables
