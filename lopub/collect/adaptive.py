@@ -18,9 +18,8 @@ subsets, each group has ``n / g`` users.  For a pair ``(a, b)``:
   dependence ``delta`` (TVD of the pair from the product of its one-way
   marginals: a prior guess, default :data:`DEFAULT_DEPENDENCE` = 0.1, the
   prior's, or measured in a screening phase) combined per cell, as a folded
-  normal, with the noise of
-  the product of the post-processed one-way tables (delta method:
-  ``p_b^2 mse_a + p_a^2 mse_b`` per cell);
+  normal, with the noise of the product of the post-processed one-way
+  tables (delta method: ``p_b^2 mse_a + p_a^2 mse_b`` per cell);
 * the cell probabilities are uniform (``1/K``) unless a ``prior`` (tables
   of a public or earlier dataset) is given; every prediction is saturated
   at ``1 - 1/K`` (a post-processed table is a distribution);
