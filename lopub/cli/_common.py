@@ -206,14 +206,19 @@ def add_verbosity(p: argparse.ArgumentParser, *, top: bool = False,
                         "(default: the memory available)")
 
 
+#: Largest memory size in MiB an option takes: 2^63 bytes, more than any machine has.
+MAX_MIB = float(2**43)
+
+
 def memory_mb(text: str) -> float:
-    """argparse type of ``--max-memory-mb`` and ``--memory-budget-mb``: a finite number > 0."""
+    """argparse type of ``--max-memory-mb`` and ``--memory-budget-mb``: a number of MiB in (0, 2^43]."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"({text!r}) must be a finite number of MiB > 0")
+    if not (math.isfinite(value) and 0 < value <= MAX_MIB):
+        raise argparse.ArgumentTypeError(f"({text!r}) must be a finite number of MiB > 0 and at most "
+                                         f"{MAX_MIB:.0f} (2^63 bytes)")
     return value
 
 

@@ -5,13 +5,15 @@ import argparse
 import os
 from typing import Any, Callable
 
+from ._common import MAX_MIB, memory_mb
+
 
 def add_scale_options(p: argparse.ArgumentParser, *, budget: bool = True) -> None:
     """Add the scaling options to a subcommand (``budget``: also ``--memory-budget-mb``)."""
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes for the joints (default: every core); results do not depend on it")
     if budget:
-        p.add_argument("--memory-budget-mb", type=float, default=None,
+        p.add_argument("--memory-budget-mb", type=memory_mb, default=None,
                        help="memory budget in MiB for reports, per-attribute arrays and the "
                             "workers' working memory (default 2048)")
     p.add_argument("--scheduler", default=None, metavar="local|ADDRESS",
@@ -29,8 +31,9 @@ def scale_options(a: argparse.Namespace, path: str) -> dict[str, Any]:
             raise ValueError(f"--jobs ({a.jobs}) must be an integer >= 1")
         opts["jobs"] = a.jobs
     if getattr(a, "memory_budget_mb", None) is not None:
-        if not 0 < a.memory_budget_mb < float("inf"):
-            raise ValueError(f"--memory-budget-mb ({a.memory_budget_mb}) must be a finite number > 0")
+        if not 0 < a.memory_budget_mb <= MAX_MIB:
+            raise ValueError(f"--memory-budget-mb ({a.memory_budget_mb}) must be a finite number of MiB > 0 "
+                             f"and at most {MAX_MIB:.0f} (2^63 bytes)")
         opts["memory_budget"] = int(a.memory_budget_mb * 2**20)
     if a.scheduler is not None:
         if a.method not in ("moment", "em"):

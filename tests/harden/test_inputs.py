@@ -137,6 +137,18 @@ def test_memory_budget_nan_is_a_usage_error(files, capsys):
     clear(code, err, "--memory-budget-mb: ('nan') must be a finite number")
 
 
+@pytest.mark.parametrize("cmd", ["estimate", "fit"])
+@pytest.mark.parametrize("option", ["--memory-budget-mb", "--max-memory-mb"])
+def test_memory_sizes_beyond_2_to_the_63_bytes_are_usage_errors(files, tmp_path, capsys, cmd, option):
+    # 1.7e302 MiB overflowed to an infinite byte count (a hypothesis example found it)
+    base = {"estimate": ["estimate", files["r.parquet"], "--attrs", "a"],
+            "fit": ["fit", files["r.parquet"], "--out", tmp_path / "m.json"]}[cmd]
+    code, err = run_cli(base + [option, "1.7144137714980277e+302"], capsys)
+    clear(code, err, f"{option}: ('1.7144137714980277e+302') must be a finite number of MiB > 0 "
+                     "and at most 8796093022208")
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_disk_full_names_the_output(files, tmp_path, capsys, monkeypatch):
     import lopub.cli.pipeline as cli_pipeline
 
