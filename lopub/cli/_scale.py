@@ -5,7 +5,7 @@ import argparse
 import os
 from typing import Any, Callable
 
-from ._common import MAX_MIB, memory_mb
+from ._common import MAX_MIB
 
 
 def add_scale_options(p: argparse.ArgumentParser, *, budget: bool = True) -> None:
@@ -13,7 +13,7 @@ def add_scale_options(p: argparse.ArgumentParser, *, budget: bool = True) -> Non
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes for the joints (default: every core); results do not depend on it")
     if budget:
-        p.add_argument("--memory-budget-mb", type=memory_mb, default=None,
+        p.add_argument("--memory-budget-mb", type=float, default=None,
                        help="memory budget in MiB for reports, per-attribute arrays and the "
                             "workers' working memory (default 2048)")
     p.add_argument("--scheduler", default=None, metavar="local|ADDRESS",
