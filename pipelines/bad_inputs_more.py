@@ -17,7 +17,7 @@ def _server(fx, work, cases, bad_files) -> list[dict]:
     c += cases(est, "--method", ["nosuch", ""])
     c += cases(est, "--tol", ["0", "-1", "nan", "abc", "inf"])
     c += cases(est, "--max-iter", ["0", "-1", "abc"])
-    c += cases(est, "--memory-budget-mb", ["0", "-1", "nan", "abc", "inf"])
+    c += cases(est, "--memory-budget-mb", ["0", "-1", "nan", "abc", "inf", "1.7e302"])
     c += cases(est, "--support", ["moment"])  # only for hybrid
     fit = ["fit", fx["r.parquet"], "--out", f"{out}.model.json"]
     c += cases(fit, "", bad_files(work, ("reports",)), positional=1, sentinel=f"{out}.model.json")
@@ -25,6 +25,8 @@ def _server(fx, work, cases, bad_files) -> list[dict]:
     c += cases(fit, "--model-phi", BAD_PHI, sentinel=f"{out}.model.json")
     c += cases(fit, "--clique-budget", ["0", "-1", "abc"], sentinel=f"{out}.model.json")
     c += cases(fit, "--tol", ["0", "-1", "nan", "abc"], sentinel=f"{out}.model.json")
+    c += cases(fit, "--memory-budget-mb", ["0", "nan", "1.7e302"], sentinel=f"{out}.model.json")
+    c += cases(fit, "--max-memory-mb", ["0", "nan", "1.7e302"], sentinel=f"{out}.model.json")
     c += cases(fit, "--plot", [f"{w}/no/such/g.png", f"{w}/outdir"], sentinel=f"{out}.model.json")
     c += cases(fit, "--out", [f"{w}/outdir", f"{w}/no/such/m.json"])
     syn = ["synthesize", fx["m.json"], "--n", "10", "--out", f"{out}.csv"]
@@ -75,7 +77,7 @@ def _oracles(fx, work, cases, bad_files) -> list[dict]:
     cmp = ["compare-protocols", "--n", "300", "--runs", "1", "--epsilons", "1", "--protocols",
            "spl-grr,allomfree"]
     c += cases(cmp, "--epsilons", BAD_POS + ["1,abc", ","])
-    c += cases(cmp, "--runs", BAD_COUNT)
+    c += cases(cmp, "--runs", BAD_COUNT + [HUGE])  # HUGE: a comparison that would never end
     c += cases(cmp, "--eps1-ratio", BAD_UNIT)
     c += cases(cmp, "--n", BAD_COUNT + [HUGE])
     c += cases(cmp, "--protocols", ["nosuch", "", "spl-nosuch"])
