@@ -591,13 +591,12 @@ def main(argv=None) -> int:
         timings = [t for s in saved for t in s["timings"]]
         naive = [r for path in a.naive for r in json.load(open(path))["rows"]]
         attach_naive(rows, naive)
-        rows = [score_row(r) for r in rows]
         lacking = sorted({(r["dataset"], r["epsilon"]) for r in rows if "pairs-naive" not in r["base"]})
         if lacking:
             print(f"note: no naive pairs baseline for {lacking} (pass --naive)", file=sys.stderr)
+        v = verdicts(rows, timings)  # scores every row (score_row) for the tables too
         print(table(rows))
         print(mean_table(rows))
-        v = verdicts(rows, timings)
         print(json.dumps({"verdicts": v}, indent=2))
         if a.save:
             from lopub.io import atomic_write_text

@@ -32,7 +32,6 @@ machine's load.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 from pathlib import Path
@@ -42,16 +41,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_budgets as bb  # noqa: E402
-from bench_budgets import ROUNDS, consistent_pairs, naive_tvd  # noqa: E402,F401  (defined there, used by both)
+from bench_budgets import ROUNDS, consistent_pairs, naive_tvd  # noqa: E402,F401  (defined there; re-exported)
 
 
 def run_cell(data, dataset: str, eps: float, seed: int) -> dict:
-    from lopub.collect import MarginalPlan, collect_records
-
-    plan = MarginalPlan(data.domain, list(itertools.combinations(data.domain.attrs, 2)), eps)
-    reports = collect_records(data, plan, rng=seed + 300)  # bench_budgets.pairs' reports
-    naive = naive_tvd(data, reports)
-    fitted = bb._score(data, bb._fit(reports))
+    reports = bb.pair_reports(data, eps, seed)  # bench_budgets' pairs baselines' reports
+    naive = bb.pairs_naive(data, eps, seed, reports)["tvd_model"]
+    fitted = bb.pairs(data, eps, seed, reports)["tvd_model"]
     planned_model, report = bb._planned(data, eps, seed)[:2]
     planned = bb._score(data, planned_model)
     best_ldp = min(naive, fitted)
