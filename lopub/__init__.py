@@ -1,8 +1,8 @@
 """lopub: publish high-dimensional categorical data under local differential privacy.
 
-Client side: :class:`~lopub.spec.CollectionSpec`, :func:`~lopub.client.encode`.
-Python users: :class:`~lopub.synthesizer.Synthesizer` (fit, sample, query, report).
-Server side: :class:`~lopub.reports.Reports` (and :class:`~lopub.reports_dataset.ReportsDataset`,
+Client side: :class:`~lopub.reports.spec.CollectionSpec`, :func:`~lopub.client.encode`.
+Python users: :class:`~lopub.pipeline.synthesizer.Synthesizer` (fit, sample, query, report).
+Server side: :class:`~lopub.reports.bloom.Reports` (and :class:`~lopub.reports.dataset.ReportsDataset`,
 a folder of Parquet parts), estimators in :mod:`lopub.estimate`, dependency graph /
 junction tree / synthesis in the pipeline modules.
 
@@ -14,29 +14,29 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from lopub._version import __version__
 
 #: public name -> submodule that defines it (imported on first access)
 _LAZY = {
-    "Attribute": "domain", "Binning": "domain", "Domain": "domain",
-    "CollectionSpec": "spec",
-    "Dataset": "dataset", "infer_domain": "dataset",
-    "Marginal": "marginal",
-    "Reports": "reports", "ReportsDataset": "reports_dataset",
-    "Synthesizer": "synthesizer",
+    "Attribute": "data.domain", "Binning": "data.domain", "Domain": "data.domain",
+    "CollectionSpec": "reports.spec",
+    "Dataset": "data.dataset", "infer_domain": "data.dataset",
+    "Marginal": "data.marginal",
+    "Reports": "reports.bloom", "ReportsDataset": "reports.dataset",
+    "Synthesizer": "pipeline.synthesizer",
 }
 
 __all__ = ["Attribute", "Binning", "CollectionSpec", "Dataset", "Domain", "Marginal", "Reports",
            "ReportsDataset", "Synthesizer", "infer_domain", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .dataset import Dataset, infer_domain
-    from .domain import Attribute, Binning, Domain
-    from .marginal import Marginal
-    from .reports import Reports
-    from .reports_dataset import ReportsDataset
-    from .spec import CollectionSpec
-    from .synthesizer import Synthesizer
+    from lopub.data.dataset import Dataset, infer_domain
+    from lopub.data.domain import Attribute, Binning, Domain
+    from lopub.data.marginal import Marginal
+    from lopub.reports.bloom import Reports
+    from lopub.reports.dataset import ReportsDataset
+    from lopub.reports.spec import CollectionSpec
+    from lopub.pipeline.synthesizer import Synthesizer
 
 
 def __getattr__(name: str) -> Any:

@@ -31,7 +31,7 @@ class Progress(Protocol):
 
     An object that also has ``em(evaluations, max_iter)`` receives the EM
     map evaluations of the joint being estimated (see
-    :func:`lopub.pipeline.make_estimator`).
+    :func:`lopub.pipeline.steps.make_estimator`).
     """
 
     def __call__(self, stage: str, done: int, total: int) -> None: ...
@@ -96,7 +96,7 @@ class ConsoleProgress:
     """Progress on a stream (stderr by default), one tqdm bar per stage.
 
     Call it as ``progress(stage, done, total)``; pass it to
-    :func:`lopub.pipeline.make_estimator` (or its :meth:`em` to
+    :func:`lopub.pipeline.steps.make_estimator` (or its :meth:`em` to
     ``Estimator(progress=...)``) to also show the EM map evaluations.  With
     no stage running, EM evaluations are counted on a bar of their own.
 

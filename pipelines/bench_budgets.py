@@ -31,7 +31,7 @@ Baselines implemented here (``base``; all LDP at epsilon per record):
   favourable to the baseline);
 * ``one-attribute``: each user reports one attribute (uniform random) with
   the lowest-variance oracle at the full epsilon; independence release
-  (:func:`lopub.pipeline.independence_model`, product of the one-way tables);
+  (:func:`lopub.pipeline.steps.independence_model`, product of the one-way tables);
 * ``pairs-naive``: the issue's "one pair per user over all pairs with
   consistency (naive CALM-style)": one pair per user over all d(d-1)/2
   pairs (best oracle per pair), CALM's consistency step and Norm-Sub on the
@@ -109,7 +109,7 @@ def load(name: str, seed: int, n_embedded: int):
 
 
 def _fit(reports=None, **kw):
-    from lopub.pipeline import fit
+    from lopub.pipeline.steps import fit
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -117,7 +117,7 @@ def _fit(reports=None, **kw):
 
 
 def _score(data, model) -> float:
-    from lopub.evaluate import average_tvd
+    from lopub.publish.evaluate import average_tvd
 
     return average_tvd(data, model, 2)["mean"]
 
@@ -136,7 +136,7 @@ def _release(data, reports, protocol: str):
 def run_own(data, eps: float, seed: int, *, bloom: bool) -> dict:
     """The planned pipeline and each of lopub's protocols run explicitly."""
     from lopub.collect import collect
-    from lopub.synthesize import sample_codes
+    from lopub.publish.synthesize import sample_codes
 
     out: dict = {}
     (res, wall, cpu) = _timed(lambda: _planned(data, eps, seed))
@@ -193,7 +193,7 @@ def bloom_best_h(data, eps: float, seed: int) -> dict:
     """Bloom reports at each h in BLOOM_HS, released by fit with moment and with EM; the best."""
     from lopub.client import encode
     from lopub.collect.planner import bloom_m
-    from lopub.spec import CollectionSpec
+    from lopub.reports.spec import CollectionSpec
 
     per = {}
     for h in BLOOM_HS:
@@ -209,7 +209,7 @@ def bloom_best_h(data, eps: float, seed: int) -> dict:
 def one_attribute(data, eps: float, seed: int) -> dict:
     """One attribute per user, best oracle, independence release."""
     from lopub.collect import MarginalPlan, collect_records, measure_marginals
-    from lopub.pipeline import independence_model
+    from lopub.pipeline.steps import independence_model
 
     plan = MarginalPlan(data.domain, [(a,) for a in data.domain.attrs], eps)
     source = measure_marginals(collect_records(data, plan, rng=seed + 200))
@@ -246,7 +246,7 @@ def consistent_pairs(tables: dict, variances: dict, rounds: int = ROUNDS) -> dic
     rounds : int
         Rounds of (consistency for every attribute, then Norm-Sub).
     """
-    from lopub.postprocess import norm_sub
+    from lopub.estimate.postprocess import norm_sub
 
     if rounds < 1:
         raise ValueError(f"rounds ({rounds}) must be >= 1")
@@ -293,8 +293,8 @@ def zcdp_rho(eps: float, delta: float = DELTA) -> float:
 def central(data, eps: float, seed: int) -> dict:
     """Central-DP reference: Gaussian noise on all pair count tables, fitted model release."""
     from lopub.collect import MarginalSource
-    from lopub.measurement import Measurement
-    from lopub.postprocess import norm_sub
+    from lopub.estimate.measurement import Measurement
+    from lopub.estimate.postprocess import norm_sub
 
     rng = np.random.default_rng(seed + 400)
     prs = list(itertools.combinations(data.domain.attrs, 2))
@@ -313,8 +313,8 @@ def central(data, eps: float, seed: int) -> dict:
 
 def true_independence(data) -> float:
     """Reference: product of the exact one-way marginals."""
-    from lopub.evaluate import tvd
-    from lopub.marginal import Marginal
+    from lopub.publish.evaluate import tvd
+    from lopub.data.marginal import Marginal
 
     attrs = data.domain.attrs
     vals = []

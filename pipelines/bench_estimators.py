@@ -34,7 +34,7 @@ import numpy as np
 
 from lopub.client.encode import encode
 from lopub.estimate import METHODS, Estimator
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 FIELDS = ["dataset", "n", "k", "f", "method", "attrs", "seconds", "cpu_seconds", "avd", "avd_ind_true",
           "avd_ind_est", "iterations", "converged", "support_size", "cells", "peak_rss_mb"]

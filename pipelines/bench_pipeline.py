@@ -43,7 +43,7 @@ PAPER = {"release": "cliques", "structure": "phi"}
 
 
 def _fit(*args, **kw):
-    from lopub.pipeline import fit
+    from lopub.pipeline.steps import fit
 
     res = fit(*args, **PAPER, **kw)
     return res.model, res.report.to_dict()
@@ -60,9 +60,9 @@ def one_run(method: str, f: float, seed: int = 0, model_phi: float | None = None
     """Whole pipeline once; seconds per stage and peak memory of this process."""
     from lopub.client import encode
     from lopub.dependency import MarginalCache
-    from lopub.pipeline import make_estimator
-    from lopub.spec import CollectionSpec
-    from lopub.synthesize import sample_codes
+    from lopub.pipeline.steps import make_estimator
+    from lopub.reports.spec import CollectionSpec
+    from lopub.publish.synthesize import sample_codes
 
     data = _load()
     t0 = time.perf_counter()
@@ -87,10 +87,10 @@ def utility(methods: list[str], fs: list[float], seed: int = 0,
     """TVD (synthetic / independence) and correlation identification per f and method."""
     from lopub.client import encode
     from lopub.dependency import MarginalCache
-    from lopub.evaluate import average_tvd, correlation_identification
-    from lopub.pipeline import independence_model, make_estimator
-    from lopub.spec import CollectionSpec
-    from lopub.synthesize import sample_codes
+    from lopub.publish.evaluate import average_tvd, correlation_identification
+    from lopub.pipeline.steps import independence_model, make_estimator
+    from lopub.reports.spec import CollectionSpec
+    from lopub.publish.synthesize import sample_codes
 
     data = _load()
     attrs = data.domain.attrs
@@ -123,10 +123,10 @@ def phi_sweep(phis: list[float], f: float, method: str, seed: int = 0) -> list[d
     """TVD floor (true graph, exact marginals) and the LDP release, per phi."""
     from lopub.client import encode
     from lopub.dependency import MarginalCache
-    from lopub.evaluate import average_tvd
-    from lopub.pipeline import make_estimator
-    from lopub.spec import CollectionSpec
-    from lopub.synthesize import sample_codes
+    from lopub.publish.evaluate import average_tvd
+    from lopub.pipeline.steps import make_estimator
+    from lopub.reports.spec import CollectionSpec
+    from lopub.publish.synthesize import sample_codes
 
     data = _load()
     reports = encode(data, CollectionSpec.from_domain(data.domain, f=f, m=M, h=H), rng=seed)

@@ -50,7 +50,7 @@ M, H, PHI = 128, 4, 0.4
 def _spec(domain, *, f=None, epsilon=None, h=H, m=M):
     """Bloom spec; m doubled until every attribute's values get distinct filters."""
     from lopub.errors import SpecError
-    from lopub.spec import CollectionSpec
+    from lopub.reports.spec import CollectionSpec
 
     while True:
         try:
@@ -72,14 +72,14 @@ def _dataset(name: str, seed: int):
 
 
 def _pair_tvd(data, cache) -> float:
-    from lopub.evaluate import tvd
+    from lopub.publish.evaluate import tvd
 
     pairs = list(itertools.combinations(data.domain.attrs, 2))
     return sum(tvd(data.project(list(p)), cache.marginal(list(p))) for p in pairs) / len(pairs)
 
 
 def _fit(reports, cache, **kw):
-    from lopub.pipeline import fit
+    from lopub.pipeline.steps import fit
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -90,9 +90,9 @@ def _fit(reports, cache, **kw):
 def compare(data, reports, method: str, seed: int = 0) -> dict:
     """The four releases of one set of reports (shared estimator session)."""
     from lopub.dependency import MarginalCache
-    from lopub.evaluate import average_tvd
-    from lopub.pipeline import independence_model, make_estimator
-    from lopub.synthesize import sample_codes
+    from lopub.publish.evaluate import average_tvd
+    from lopub.pipeline.steps import independence_model, make_estimator
+    from lopub.publish.synthesize import sample_codes
 
     cache = MarginalCache(make_estimator(reports, method))
     row = {"method": method, "n": reports.n, "epsilon_per_record": reports.spec.epsilon,
@@ -147,8 +147,8 @@ def part_structure(seed, methods) -> list[dict]:
     from lopub.client import encode
     from lopub.datasets import embedded_model
     from lopub.dependency import MarginalCache
-    from lopub.evaluate import correlation_identification
-    from lopub.pipeline import make_estimator
+    from lopub.publish.evaluate import correlation_identification
+    from lopub.pipeline.steps import make_estimator
 
     bn = embedded_model()
     data = bn.sample(20000, rng=seed)
@@ -171,7 +171,7 @@ def part_structure(seed, methods) -> list[dict]:
 def part_timing(methods, seed) -> list[dict]:
     from lopub.client import encode
     from lopub.dependency import MarginalCache
-    from lopub.pipeline import make_estimator
+    from lopub.pipeline.steps import make_estimator
 
     data = _dataset("adult", seed)
     reports = encode(data, _spec(data.domain, f=0.5), rng=seed)

@@ -49,7 +49,7 @@ def make_reports(n: int, workdir: Path, seed: int = 0) -> Path:
         return path
     from lopub.client import encode
     from lopub.datasets import load_adult
-    from lopub.spec import CollectionSpec
+    from lopub.reports.spec import CollectionSpec
 
     data = load_adult()
     rows = np.random.default_rng(seed).integers(0, data.n, size=n)

@@ -65,9 +65,9 @@ QUICK = {"wide_n": 3_000, "wide_ds": (15, 30), "dask_n": 40_000, "dask_em_n": 20
 # data -------------------------------------------------------------------------------------------
 def wide_dataset(n: int, d: int, *, seed: int):
     """``n`` records x ``d`` attributes: independent resamplings of Adult, one per block of 15."""
-    from lopub.dataset import Dataset
+    from lopub.data.dataset import Dataset
     from lopub.datasets import load_adult
-    from lopub.domain import Attribute, Domain
+    from lopub.data.domain import Attribute, Domain
 
     adult = load_adult()
     rng = np.random.default_rng(seed)
@@ -82,8 +82,8 @@ def wide_dataset(n: int, d: int, *, seed: int):
 def build_bloom(folder: Path, n: int, d: int, batch: int, *, seed: int) -> Path:
     """Bloom reports (m, h, f as bench_scale) of ``n`` x ``d`` wide records, appended by batches."""
     from lopub.client import encode
-    from lopub.reports_dataset import ReportsDataset
-    from lopub.spec import CollectionSpec
+    from lopub.reports.dataset import ReportsDataset
+    from lopub.reports.spec import CollectionSpec
 
     if (folder / "DONE").exists():
         return folder
@@ -103,7 +103,7 @@ def build_bloom(folder: Path, n: int, d: int, batch: int, *, seed: int) -> Path:
 
 def subset_folder(src: Path, dst: Path, parts: int) -> Path:
     """A dataset of the first ``parts`` parts of ``src`` (a prefix of its users)."""
-    from lopub.reports_dataset import ReportsDataset, merge_datasets
+    from lopub.reports.dataset import ReportsDataset, merge_datasets
 
     if not (dst / "DONE").exists():
         if dst.exists():
@@ -181,7 +181,7 @@ def fit_args(reports: Path, method: str, out: Path, *extra: str) -> list[str]:
 def per_pair_em(reports: Path, pairs: int, *, seed: int = 0) -> dict:
     """Serial EM seconds per pair on ``pairs`` random pairs (one-way likelihoods built first)."""
     from lopub.estimate import Estimator
-    from lopub.reports import Reports
+    from lopub.reports.bloom import Reports
 
     rep = Reports.load(reports)
     est = Estimator(rep, method="em", jobs=1)

@@ -39,7 +39,7 @@ import numpy as np
 from lopub.oracles.allomfree import Allomfree
 from lopub.oracles.longitudinal import LGRR, LOSUE
 from lopub.oracles.oneshot import GRR, OLH, OUE, SUE
-from lopub.postprocess import clip_normalize
+from lopub.estimate.postprocess import clip_normalize
 
 
 def lopub_run(name, values, k, eps, eps1, seed):

@@ -1,4 +1,4 @@
-"""Side-by-side check of ``lopub.pgm.fit_mrf`` against ``mbi`` (Private-PGM) on the same measurements.
+"""Side-by-side check of ``lopub.model.pgm.fit_mrf`` against ``mbi`` (Private-PGM) on the same measurements.
 
 Usage::
 
@@ -17,7 +17,7 @@ by lopub's half:
     (``pipeline.dependency``: the MI graph of the same marginals, or of the
     exact data with ``--synthetic-noise``).  Measurements not inside a model
     clique are left out (counted in the output).  Writes the interchange file
-    and fits ``lopub.pgm.fit_mrf``.
+    and fits ``lopub.model.pgm.fit_mrf``.
 (b) ``--mbi-python`` runs this same file with ``--mbi-half STEM``: mbi's
     ``MirrorDescent`` on the same cliques and weights; writes its clique
     marginals back.
@@ -27,7 +27,7 @@ by lopub's half:
     ratio and the largest difference between the two models' clique marginals.
 
 Exit status: 0 when ``|loss_lopub - loss_mbi| / loss_mbi <= --rel-tol`` (1 %),
-1 when not, 2 when a half cannot run (``lopub.pgm`` not importable, no mbi
+1 when not, 2 when a half cannot run (``lopub.model.pgm`` not importable, no mbi
 environment).
 
 Interchange file (``STEM.json`` + ``STEM.npz``), format ``lopub-mbi-interchange`` v1::
@@ -301,7 +301,7 @@ def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
 
     from lopub.datasets import load_adult
     from lopub.dependency import MarginalCache
-    from lopub.pipeline import dependency
+    from lopub.pipeline.steps import dependency
 
     data = load_adult()
     if args.attrs:
@@ -315,7 +315,7 @@ def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
     else:
         from lopub.client import encode
         from lopub.estimate import Estimator
-        from lopub.spec import CollectionSpec
+        from lopub.reports.spec import CollectionSpec
 
         spec = CollectionSpec.from_domain(data.domain, f=args.f, m=M_BITS, h=H_HASHES)
         source = Estimator(encode(data, spec, rng=rng), method="moment")
@@ -335,7 +335,7 @@ def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
 
 
 def _noisy(marginal: Any, sigma: float, rng: np.random.Generator) -> Any:
-    from lopub.measurement import Measurement
+    from lopub.estimate.measurement import Measurement
 
     y = marginal.values + rng.normal(0.0, sigma, marginal.values.shape)
     return Measurement(marginal.domain, y, marginal.n, {}, variance=sigma ** 2,
@@ -350,7 +350,7 @@ def _with_variance(cache: Any, estimator: Any, scope: tuple) -> Any:
     is that of ``P_ols = mean_u (x)_j z_{u,j}`` from the second moments of the
     projected bits (an approximation for the shrunk, simplex-projected table).
     """
-    from lopub.measurement import Measurement
+    from lopub.estimate.measurement import Measurement
 
     m = cache.marginal(list(scope))
     if isinstance(m, Measurement):
@@ -368,18 +368,18 @@ def _with_variance(cache: Any, estimator: Any, scope: tuple) -> Any:
 
 
 def lopub_fitter() -> Any:
-    """``lopub.pgm.fit_mrf``, imported lazily; :class:`HalfUnavailable` when it is not there."""
+    """``lopub.model.pgm.fit_mrf``, imported lazily; :class:`HalfUnavailable` when it is not there."""
     try:
-        from lopub.pgm import fit_mrf
+        from lopub.model.pgm import fit_mrf
     except ImportError as exc:
-        raise HalfUnavailable(f"lopub.pgm.fit_mrf is not importable here ({exc}); "
+        raise HalfUnavailable(f"lopub.model.pgm.fit_mrf is not importable here ({exc}); "
                               "this check needs lopub's own fitter (issue 11)") from exc
     return fit_mrf
 
 
 def fit_lopub(domain: Any, tree: Any, measurements: list, cliques: list, tol: float | None,
               max_iter: int | None) -> tuple[list[np.ndarray], dict]:
-    """``lopub.pgm.fit_mrf``; clique tables in the order and axis order of ``cliques``."""
+    """``lopub.model.pgm.fit_mrf``; clique tables in the order and axis order of ``cliques``."""
     fit_mrf = lopub_fitter()
     kw = {k: v for k, v in (("tol", tol), ("max_iter", max_iter)) if v is not None}
     t0 = time.perf_counter()

@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 
 from lopub.datasets import embedded, load_adult
-from lopub.oracles.compare import ADULT_CATEGORICAL, DEFAULT_PROTOCOLS, compare, format_table
+from lopub.collect.compare import ADULT_CATEGORICAL, DEFAULT_PROTOCOLS, compare, format_table
 
 
 def gains(rows: list[dict]) -> str:

@@ -24,7 +24,7 @@ from lopub.client import encode
 from lopub.estimate import Estimator
 from lopub.estimate import hybrid as _hybrid
 from lopub.estimate.hybrid_estimator import HybridEstimator
-from lopub.postprocess import postprocess as _post
+from lopub.estimate.postprocess import postprocess as _post
 
 def info_se(data, p):
     q = data.to_internal(p)

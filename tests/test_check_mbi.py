@@ -129,9 +129,9 @@ def test_compare_flags_a_loss_gap(tmp_path):
 
 
 def test_a_missing_half_exits_2_before_any_work(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "lopub.pgm", None)  # import lopub.pgm raises ImportError
+    monkeypatch.setitem(sys.modules, "lopub.model.pgm", None)  # import lopub.model.pgm raises ImportError
     assert cm.main(["--quick", "--attrs", "no-such-attribute"]) == 2
-    assert "lopub.pgm.fit_mrf is not importable" in capsys.readouterr().err
+    assert "lopub.model.pgm.fit_mrf is not importable" in capsys.readouterr().err
     with pytest.raises(cm.HalfUnavailable, match=r"--mbi-python \(/nonexistent/python\) does not exist"):
         cm.check_mbi_python("/nonexistent/python")
 

@@ -13,7 +13,7 @@ from lopub.cli._common import run
 from lopub.client import encode
 from lopub.dependency.junction import HEURISTICS
 from lopub.estimate import METHODS
-from lopub.pipeline import DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET
+from lopub.pipeline.steps import DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET
 
 COMMANDS = {"schema", "encode", "privacy", "inspect-reports", "merge-reports", "demo", "estimate", "fit",
             "synthesize", "query", "graph", "evaluate", "collect", "estimate-freq",

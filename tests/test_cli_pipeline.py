@@ -9,7 +9,7 @@ import pytest
 from lopub.cli import main
 from lopub.client import encode
 from lopub.datasets import embedded_model
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 
 @pytest.fixture(scope="module")
@@ -252,9 +252,9 @@ def test_zero_probability_condition_is_an_error(tmp_path, capsys):
     import numpy as np
 
     from lopub.dependency import junction_tree
-    from lopub.domain import Domain
-    from lopub.marginal import Marginal
-    from lopub.model import Model
+    from lopub.data.domain import Domain
+    from lopub.data.marginal import Marginal
+    from lopub.model.graphical import Model
 
     dom = Domain.from_categories({"a": ["x", "y"], "b": ["u", "v", "w"]})
     import networkx as nx
@@ -270,8 +270,8 @@ def test_zero_probability_condition_is_an_error(tmp_path, capsys):
 
 
 def test_model_records_collection_parameters(files, capsys):
-    from lopub.model import Model
-    from lopub.reports import Reports
+    from lopub.model.graphical import Model
+    from lopub.reports.bloom import Reports
 
     spec = Reports.load(files / "reports.parquet").spec
     col = Model.load(files / "model.json").collection
@@ -288,7 +288,7 @@ def test_model_records_collection_parameters(files, capsys):
 
 
 def captured_figure(monkeypatch):
-    import lopub.plots as plots
+    import lopub.publish.plots as plots
 
     figs = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig))
@@ -305,7 +305,7 @@ def red_lines(ax):
 def test_graph_picture_draws_dropped_edges_dashed_red(monkeypatch):
     import warnings
 
-    from lopub.pipeline import fit
+    from lopub.pipeline.steps import fit
 
     plots, figs = captured_figure(monkeypatch)
     with warnings.catch_warnings():

@@ -7,7 +7,7 @@ import pytest
 from lopub import Dataset, Domain
 from lopub.cli import main
 from lopub.collect import MarginalReports
-from lopub.reports import Reports
+from lopub.reports.bloom import Reports
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_encode_with_explicit_h_keeps_it(files):
 def test_fit_accepts_marginal_sampling_reports(files, capsys):
     import json as _json
 
-    from lopub.model import Model
+    from lopub.model.graphical import Model
 
     reports, model = files / "fit_marginals.npz", files / "fit_marginals.json"
     assert main(["collect", str(files / "data.csv"), "--domain", str(files / "d.json"), "--epsilon", "8",

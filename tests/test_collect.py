@@ -18,8 +18,8 @@ from lopub.collect import (
     collect_records,
     measure_marginals,
 )
-from lopub.dataset import Dataset
-from lopub.domain import Domain
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 from lopub.errors import DomainError, ReportsFormatError
 from collect_data import make_data
 

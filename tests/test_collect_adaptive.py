@@ -6,18 +6,11 @@ import numpy as np
 import pytest
 
 from lopub.collect import MarginalPlan, PlanError, measure_marginals
-from lopub.collect.adaptive import (
-    TwoPhasePlan,
-    collect_two_phase,
-    merge_sources,
-    plan_marginals,
-    predict_pair_errors,
-    predict_plan_error,
-    triple_cover,
-)
+from lopub.collect.adaptive import predict_pair_errors, predict_plan_error, triple_cover
+from lopub.collect.twophase import TwoPhasePlan, collect_two_phase, merge_sources, plan_marginals
 from lopub.collect.cost import best_oracle, cell_var, expected_tvd, grr_var, oue_var
-from lopub.dataset import Dataset
-from lopub.domain import Domain
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 
 
 def domain(sizes):

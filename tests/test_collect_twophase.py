@@ -8,9 +8,9 @@ from lopub.collect import (MarginalPlan, MarginalReports, PlanError, collect, co
                            measure_marginals, merge_reports, plan)
 from lopub.collect.adaptive import choose_subsets, predict_plan_error
 from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, ScreenProfile, TwoPhasePlan, collect_two_phase
-from lopub.dataset import Dataset
-from lopub.domain import Domain
-from lopub.pipeline import fit
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
+from lopub.pipeline.steps import fit
 
 
 def domain(sizes):

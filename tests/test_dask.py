@@ -6,11 +6,11 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from lopub import distributed as lopub_dask  # noqa: E402
+from lopub.estimate import distributed as lopub_dask  # noqa: E402
 from lopub.client import encode  # noqa: E402
 from lopub.datasets import embedded_model  # noqa: E402
 from lopub.estimate import Estimator  # noqa: E402
-from lopub.spec import CollectionSpec  # noqa: E402
+from lopub.reports.spec import CollectionSpec  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_dask_in_memory_partitions_match_local(reports, address):
 
 
 def test_dask_dataset_parts_match_local(reports, address, tmp_path):
-    ds_mod = pytest.importorskip("lopub.reports_dataset")
+    ds_mod = pytest.importorskip("lopub.reports.dataset")
     ds = ds_mod.ReportsDataset.create(tmp_path / "reports", reports.spec)
     for a in range(0, reports.n, 1500):  # three appended batches = three partitions
         ds.append(reports.subset(slice(a, a + 1500)))
@@ -55,7 +55,7 @@ def test_dask_dataset_parts_match_local(reports, address, tmp_path):
 
 
 def test_dask_dataset_of_other_reports_is_rejected(reports, address, tmp_path):
-    ds_mod = pytest.importorskip("lopub.reports_dataset")
+    ds_mod = pytest.importorskip("lopub.reports.dataset")
     ds = ds_mod.ReportsDataset.create(tmp_path / "few", reports.spec)
     ds.append(reports.subset(slice(0, 10)))
     est = Estimator(reports, "moment", scheduler=address, reports_path=str(tmp_path / "few"))
@@ -74,7 +74,7 @@ def test_cli_fit_with_scheduler_matches_local(reports, address, tmp_path):
     from lopub.cli import main
 
     folder = tmp_path / "reports"
-    ds_mod = pytest.importorskip("lopub.reports_dataset")
+    ds_mod = pytest.importorskip("lopub.reports.dataset")
     ds = ds_mod.ReportsDataset.create(folder, reports.spec)
     for a in range(0, reports.n, 2000):
         ds.append(reports.subset(slice(a, a + 2000)))
@@ -104,7 +104,7 @@ def test_dask_em_estep_matches_local(reports, address):
 
 def test_on_disk_reports_give_the_in_memory_estimates(reports, address, tmp_path):
     """A Dask client over a dataset folder keeps only spec and N: same moment and EM estimates."""
-    ds_mod = pytest.importorskip("lopub.reports_dataset")
+    ds_mod = pytest.importorskip("lopub.reports.dataset")
     folder = tmp_path / "reports"
     ds = ds_mod.ReportsDataset.create(folder, reports.spec)
     for a in range(0, reports.n, 1500):
@@ -124,7 +124,7 @@ def test_on_disk_reports_give_the_in_memory_estimates(reports, address, tmp_path
 def test_cli_fit_with_scheduler_leaves_a_folder_on_disk(reports, address, tmp_path, monkeypatch):
     from lopub.cli import main
 
-    ds_mod = pytest.importorskip("lopub.reports_dataset")
+    ds_mod = pytest.importorskip("lopub.reports.dataset")
     folder = tmp_path / "reports"
     ds = ds_mod.ReportsDataset.create(folder, reports.spec)
     ds.append(reports)
@@ -132,7 +132,10 @@ def test_cli_fit_with_scheduler_leaves_a_folder_on_disk(reports, address, tmp_pa
     def refuse(self):
         raise AssertionError("the client loaded every report")
 
+    import lopub.reports.bloom as bloom_mod
+
     monkeypatch.setattr(ds_mod.ReportsDataset, "load", refuse)
+    monkeypatch.setattr(bloom_mod, "read_folder", lambda *a: refuse(None))  # Reports.load of a folder
     out = tmp_path / "m.json"
     assert main(["fit", str(folder), "--method", "moment", "--out", str(out), "--quiet",
                  "--scheduler", address]) == 0

@@ -14,8 +14,8 @@ from lopub import Attribute, Binning, Dataset, Domain, infer_domain
 from lopub.cli import main, read_csv
 from lopub.datasets import load_adult
 from lopub.errors import DomainError
-from lopub.model import Model
-from lopub.synthesize import synthesize, write_release
+from lopub.model.graphical import Model
+from lopub.publish.synthesize import synthesize, write_release
 
 #: labels pandas' defaults would turn into missing values, booleans or numbers
 NA_LIKE = ["None", "NA", "null", "nan", "N/A", "NULL", "NaN", "n/a", "#N/A", "-nan"]

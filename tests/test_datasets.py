@@ -22,7 +22,7 @@ from lopub.datasets import (
     retail_domain,
 )
 from lopub.datasets import _fetch
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ("adult", "retail")
@@ -76,8 +76,8 @@ def test_schema_json_round_trip(name, tmp_path):
 
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_packaged_schema_is_the_datasets_file(name):
-    link = ROOT / "lopub" / "schemas" / f"{name}.json"
-    assert link.is_symlink() and os.readlink(link) == f"../../datasets/{name}.json"
+    link = ROOT / "lopub" / "datasets" / "schemas" / f"{name}.json"
+    assert link.is_symlink() and os.readlink(link) == f"../../../datasets/{name}.json"
     assert _fetch.schema_dict(name) == json.loads((ROOT / "datasets" / f"{name}.json").read_text())
 
 

@@ -9,8 +9,8 @@ import pytest
 from lopub.datasets import embedded_model
 from lopub.dependency import (MarginalCache, dependency_graph, entropy, mutual_information,
                               pruned_dependency_graph, sorted_edges, tau)
-from lopub.domain import Domain
-from lopub.marginal import Marginal
+from lopub.data.domain import Domain
+from lopub.data.marginal import Marginal
 
 
 class JointSource:

@@ -8,7 +8,7 @@ import pytest
 from lopub.datasets import embedded_model
 from lopub.dependency import (budgeted_junction_tree, dependency_graph, junction_tree,
                               running_intersection)
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 from lopub.errors import BudgetError
 
 

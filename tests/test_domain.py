@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from lopub import Dataset, Domain, infer_domain
-from lopub.domain import Attribute, Binning
+from lopub.data.domain import Attribute, Binning
 from lopub.errors import DomainError
 
 

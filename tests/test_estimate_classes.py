@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from lopub.client.encode import encode
-from lopub.dataset import Dataset
+from lopub.data.dataset import Dataset
 from lopub.dependency import MarginalCache
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 from lopub.errors import BudgetError
 from lopub.estimate import (METHODS, REGISTRY, AttributeCache, EMEstimator, Estimator, HybridEstimator,
                             InvalidOptionError, LassoEstimator, MomentEstimator, defaults, describe)
-from lopub.measurement import Measurement, multinomial_variance
-from lopub.protocols import MarginalEstimator, MarginalSource
-from lopub.spec import CollectionSpec
+from lopub.estimate.measurement import Measurement, multinomial_variance
+from lopub.estimate.protocols import MarginalEstimator, MarginalSource
+from lopub.reports.spec import CollectionSpec
 
 from test_estimate_core import ols_cell_variance
 

@@ -11,10 +11,10 @@ import pytest
 
 from lopub.cli import estimate as cli_estimate
 from lopub.client.encode import encode
-from lopub.dataset import Dataset
-from lopub.domain import Domain
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 from lopub.errors import BudgetError, DomainError
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from lopub.client.encode import encode
-from lopub.dataset import Dataset
-from lopub.domain import Domain
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 from lopub.errors import BudgetError, DomainError
 from lopub.estimate import METHODS, Estimator, estimate
-from lopub.postprocess import postprocess
+from lopub.estimate.postprocess import postprocess
 from lopub.estimate.em import KwayData
 from lopub.estimate.likelihood import attribute_likelihood
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 N = 20000
 F = 0.3

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from lopub.client.encode import encode
-from lopub.dataset import Dataset
-from lopub.domain import Domain
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 from lopub.estimate import Estimator, estimate
 from lopub.estimate import moment as _moment
 from lopub.estimate.em import KwayData
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 from test_estimate_core import ols_cell_variance
 

@@ -9,7 +9,7 @@ import pytest
 from lopub.client.encode import encode
 from lopub.datasets import embedded
 from lopub.estimate import Estimator
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 pytestmark = pytest.mark.slow
 

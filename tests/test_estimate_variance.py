@@ -18,10 +18,10 @@ import pytest
 from scipy.stats import chi2
 
 from lopub.client.encode import encode
-from lopub.dataset import Dataset
-from lopub.domain import Domain
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 from lopub.estimate import Estimator
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 pytestmark = pytest.mark.slow
 

@@ -4,12 +4,12 @@ import math
 import numpy as np
 import pytest
 
-from lopub.dataset import Dataset
+from lopub.data.dataset import Dataset
 from lopub.datasets import embedded_model
-from lopub.domain import Domain
-from lopub.evaluate import (average_tvd, correlation_identification, evaluate_release, k_subsets,
+from lopub.data.domain import Domain
+from lopub.publish.evaluate import (average_tvd, correlation_identification, evaluate_release, k_subsets,
                             per_attribute_tvd, tvd)
-from lopub.marginal import Marginal
+from lopub.data.marginal import Marginal
 
 
 def test_tvd_known_value():

@@ -8,9 +8,9 @@ import pytest
 
 from lopub.client import encode
 from lopub.datasets import embedded
-from lopub.export import clique_potentials, export_model, to_pgmpy, uai_text, write_uai
-from lopub.pipeline import fit
-from lopub.spec import CollectionSpec
+from lopub.publish.export import clique_potentials, export_model, to_pgmpy, uai_text, write_uai
+from lopub.pipeline.steps import fit
+from lopub.reports.spec import CollectionSpec
 
 pgmpy = pytest.importorskip("pgmpy")
 from pgmpy.inference import BeliefPropagation, VariableElimination  # noqa: E402
@@ -66,10 +66,10 @@ def test_pgmpy_exact_inference_answers_model_queries(model, kind, engine):
 
 
 def test_model_to_pgmpy_method_and_partition_function(model):
-    net = model.to_pgmpy()
+    net = to_pgmpy(model)
     assert set(net.nodes) == set(model.domain.attrs)
     assert net.get_partition_function() == pytest.approx(1.0, abs=TOL)
-    jt = model.to_pgmpy("junction")
+    jt = to_pgmpy(model, "junction")
     assert len(jt.nodes) == len(model.tree.cliques)
 
 

@@ -17,8 +17,8 @@ jsonschema = pytest.importorskip("jsonschema")
 from lopub import CollectionSpec, Domain, Reports, formats  # noqa: E402
 from lopub.cli import main  # noqa: E402
 from lopub.errors import DomainError, ReportsFormatError  # noqa: E402
-from lopub.formats.reports import read_metadata  # noqa: E402
-from lopub.model import Model, ModelFormatError  # noqa: E402
+from lopub.reports.parquet import read_metadata  # noqa: E402
+from lopub.model.graphical import Model, ModelFormatError  # noqa: E402
 from test_model import CHAIN, exact_model, tree_joint  # noqa: E402
 
 ValidationError = jsonschema.ValidationError
@@ -96,7 +96,7 @@ def test_domain_from_lopub_schema_validates(docs):
 
 
 def test_shipped_dataset_domains_validate():
-    names = [p for p in resources.files("lopub.schemas").iterdir() if p.name.endswith(".json")]
+    names = [p for p in resources.files("lopub.datasets.schemas").iterdir() if p.name.endswith(".json")]
     assert names  # adult.json, retail.json: lopub-domain documents
     for p in names:
         formats.validate(json.loads(p.read_text()), "domain")

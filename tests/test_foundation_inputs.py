@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lopub import CollectionSpec, Dataset, Domain, Reports, infer_domain, privacy
+from lopub import CollectionSpec, Dataset, Domain, Reports, infer_domain
+from lopub.reports import privacy
 from lopub.cli import main
 from lopub.client import encode
 from lopub.errors import DomainError, ReportsFormatError, SpecError

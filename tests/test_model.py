@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from lopub.dependency import junction_tree
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 from lopub.errors import BudgetError, DomainError
-from lopub.marginal import Marginal
-from lopub.model import Model, conditional_table
+from lopub.data.marginal import Marginal
+from lopub.model.graphical import Model, conditional_table
 
 
 def tree_joint(edges, sizes, seed=0):
@@ -176,7 +176,7 @@ def zero_cell_model():
 
 
 def test_zero_probability_condition_raises():
-    from lopub.marginal import ZeroProbabilityError
+    from lopub.data.marginal import ZeroProbabilityError
 
     model, full = zero_cell_model()
     for attrs in (["A"], ["A", "C"], ["C"]):  # inside a clique and by inference

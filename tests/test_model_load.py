@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lopub.cli import main
-from lopub.model import Model, ModelFormatError
+from lopub.model.graphical import Model, ModelFormatError
 from test_model import CHAIN, TREE, exact_model, tree_joint
 
 

@@ -10,7 +10,7 @@ from lopub.dependency import MarginalCache
 from lopub.estimate import Estimator
 from lopub.estimate.moment_stats import MomentStatistics
 from lopub.estimate.parallel import can_fork, plan_rounds, resolve_jobs
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs the fork start method")
 

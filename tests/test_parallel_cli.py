@@ -8,7 +8,7 @@ from lopub.cli import main
 from lopub.client import encode
 from lopub.datasets import embedded_model
 from lopub.estimate.parallel import can_fork
-from lopub.spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 
 @pytest.fixture(scope="module")

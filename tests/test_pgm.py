@@ -1,17 +1,17 @@
-"""lopub.pgm: belief propagation, the weighted marginal loss and the mirror-descent fit."""
+"""lopub.model.pgm: belief propagation, the weighted marginal loss and the mirror-descent fit."""
 import itertools
 
 import networkx as nx
 import numpy as np
 import pytest
 
-from lopub.dataset import Dataset
+from lopub.data.dataset import Dataset
 from lopub.dependency import junction_tree
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 from lopub.errors import DomainError
-from lopub.marginal import Marginal
-from lopub.measurement import Measurement, MeasurementError
-from lopub.pgm import CliqueTree, fit_mrf
+from lopub.data.marginal import Marginal
+from lopub.estimate.measurement import Measurement, MeasurementError
+from lopub.model.pgm import CliqueTree, fit_mrf
 
 DOM = Domain.from_categories({"a": "012", "b": "01", "c": "0123", "d": "01", "e": "012"})
 
@@ -168,7 +168,7 @@ def test_no_measurement_gives_the_uniform_model():
 
 
 def test_sum_to_equals_numpy_sum():
-    from lopub.pgm.inference import sum_to
+    from lopub.model.pgm.inference import sum_to
 
     a = np.random.default_rng(0).random((3, 2, 4, 2, 3))
     for k in range(1, 5):

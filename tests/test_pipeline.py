@@ -8,10 +8,10 @@ import pytest
 from lopub.client import encode
 from lopub.datasets import embedded_model
 from lopub.dependency import MarginalCache, running_intersection
-from lopub.evaluate import average_tvd, correlation_identification
-from lopub.pipeline import fit, independence_model, make_estimator
-from lopub.spec import CollectionSpec
-from lopub.synthesize import sample_codes
+from lopub.publish.evaluate import average_tvd, correlation_identification
+from lopub.pipeline.steps import fit, independence_model, make_estimator
+from lopub.reports.spec import CollectionSpec
+from lopub.publish.synthesize import sample_codes
 
 # Measured (see docs/bench_pipeline.md): n = 5,000, f = 0.2, phi = 0.4 recovers
 # 15/15 true (DAG-skeleton) edges and matches the exact MI graph on every pair
@@ -138,8 +138,8 @@ def test_model_phi_keeps_reported_graph_and_adds_model_edges():
 
 
 def test_single_attribute_and_independent_data_through_fit():
-    from lopub.dataset import Dataset
-    from lopub.domain import Domain
+    from lopub.data.dataset import Dataset
+    from lopub.data.domain import Domain
 
     rng = np.random.default_rng(0)
     one = Domain.from_categories({"x": ["a", "b", "c"]})
@@ -192,7 +192,7 @@ def test_fit_records_collection_parameters():
 
 
 def test_fit_returns_model_and_typed_report_recorded_in_the_model():
-    from lopub.pipeline import FitReport, FitResult
+    from lopub.pipeline.steps import FitReport, FitResult
 
     bn = embedded_model()
     res = fit(estimator=bn, phi=0.4, warn=False, structure="phi")
@@ -293,8 +293,8 @@ def test_measure_triples_adds_three_way_tables_inside_cliques_only():
 
 
 def test_plain_estimates_get_the_documented_fallback_variance():
-    from lopub.measurement import Measurement, multinomial_variance
-    from lopub.pgm.measure import EXACT_N, as_measurement
+    from lopub.estimate.measurement import Measurement, multinomial_variance
+    from lopub.model.pgm.measure import EXACT_N, as_measurement
 
     bn = embedded_model()
     m = bn.marginal(["sex", "income"])
@@ -308,7 +308,7 @@ def test_plain_estimates_get_the_documented_fallback_variance():
 
 @pytest.mark.parametrize("release", ["pgm", "cliques"])
 def test_default_clique_budget_is_recorded_and_bounds_the_cliques(release):
-    from lopub.pipeline import DEFAULT_CLIQUE_BUDGET
+    from lopub.pipeline.steps import DEFAULT_CLIQUE_BUDGET
 
     bn = embedded_model()
     reports = encode(bn.sample(400, rng=3), CollectionSpec.from_domain(bn.domain, f=0.5), rng=4)
@@ -321,7 +321,7 @@ def test_default_clique_budget_is_recorded_and_bounds_the_cliques(release):
 
 
 def test_pgm_default_clique_budget_grows_with_the_users():
-    from lopub.pipeline import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL,
+    from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL,
                                 default_clique_budget)
 
     assert default_clique_budget("pgm", None) == DEFAULT_CLIQUE_BUDGET
@@ -338,8 +338,8 @@ def test_pgm_default_clique_budget_grows_with_the_users():
 def test_default_pgm_clique_budget_fits_the_model_memory_of_wide_data():
     # 300 attributes and 2M users: the N rule alone (200,000 cells) would be refused by the
     # capacity check (300 cliques x 200,000 cells x 64 bytes > 2 GiB)
-    from lopub.pgm.fit import BYTES_PER_CELL, DEFAULT_MEMORY_BUDGET
-    from lopub.pipeline import default_clique_budget
+    from lopub.model.pgm.fit import BYTES_PER_CELL, DEFAULT_MEMORY_BUDGET
+    from lopub.pipeline.steps import default_clique_budget
 
     cap = DEFAULT_MEMORY_BUDGET // (300 * BYTES_PER_CELL)
     budget = default_clique_budget("pgm", 2_000_000, max_cells=cap)
@@ -349,7 +349,7 @@ def test_default_pgm_clique_budget_fits_the_model_memory_of_wide_data():
 def test_fit_defaults_the_pgm_clique_budget_from_n_and_the_model_memory():
     from lopub.collect import MarginalPlan, MarginalSource, collect_records, measure_marginals
     from lopub.datasets import embedded
-    from lopub.pgm.fit import BYTES_PER_CELL
+    from lopub.model.pgm.fit import BYTES_PER_CELL
 
     data = embedded(2000, rng=5)
     plan = MarginalPlan(data.domain, list(itertools.combinations(data.domain.attrs, 2)), 8.0)

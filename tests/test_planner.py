@@ -9,9 +9,9 @@ import pytest
 from lopub.collect import MarginalPlan, collect_records, measure_marginals
 from lopub.collect.adaptive import predict_plan_error
 from lopub.collect.planner import bloom_m, plan, predict_bloom, privacy_statement
-from lopub.domain import Domain
-from lopub.spec import CollectionSpec
-from lopub.dataset import Dataset
+from lopub.data.domain import Domain
+from lopub.reports.spec import CollectionSpec
+from lopub.data.dataset import Dataset
 from collect_data import make_data
 
 
@@ -187,7 +187,7 @@ def test_fewer_users_than_attributes_only_bloom():
 @pytest.mark.parametrize("protocol", ["auto", "marginals", "one-attribute", "bloom"])
 def test_collect_with_the_planned_protocol(protocol):
     from lopub.collect import MarginalReports, collect
-    from lopub.reports import Reports
+    from lopub.reports.bloom import Reports
 
     data = make_data(3000)
     reports, report = collect(data, 4.0, protocol=protocol, rng=5)

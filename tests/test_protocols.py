@@ -7,7 +7,7 @@ import pytest
 from lopub.datasets import embedded_model
 from lopub.dependency import MarginalCache
 from lopub.dependency.cache import as_source
-from lopub.protocols import MarginalEstimator, MarginalSource
+from lopub.estimate.protocols import MarginalEstimator, MarginalSource
 
 from test_model import CHAIN, exact_model, tree_joint
 

@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 
 from lopub.client import encode
-from lopub.dataset import Dataset
+from lopub.data.dataset import Dataset
 from lopub.datasets import embedded
-from lopub.domain import Attribute, Domain
-from lopub.pipeline import fit
-from lopub.report import build_report, column_pair_trends, cramers_v, quality_scores, write_report
-from lopub.report.scores import IndependenceRelease
-from lopub.spec import CollectionSpec
-from lopub.synthesize import synthesize
+from lopub.data.domain import Attribute, Domain
+from lopub.pipeline.steps import fit
+from lopub.publish.report import build_report, column_pair_trends, cramers_v, quality_scores, write_report
+from lopub.publish.report.scores import IndependenceRelease
+from lopub.reports.spec import CollectionSpec
+from lopub.publish.synthesize import synthesize
 
 ATTRS = ["age_group", "sex", "marital", "relationship", "household_size", "urban", "race"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -223,7 +223,7 @@ def test_inputs_outside_the_domain_name_column_and_value(model, synthetic, real)
 def test_dataset_over_reordered_domain_is_recoded(model, real):
     flipped = real.select(list(reversed(ATTRS)))
     s1 = quality_scores(model, real, model)
-    from lopub.report.data import as_dataset
+    from lopub.publish.report.data import as_dataset
 
     s2 = quality_scores(model, as_dataset(flipped, model.domain, "real"), model)
     assert s1["release"]["column_pair_trends"] == s2["release"]["column_pair_trends"]
@@ -253,8 +253,8 @@ def test_drawing_leaves_the_users_matplotlib_backend_alone(tmp_path):
         "import matplotlib\n"
         "from lopub.datasets import embedded\n"
         "from lopub.dependency import structure_graph\n"
-        "from lopub.plots import plot_mi\n"
-        "import lopub.report.figures\n"
+        "from lopub.publish.plots import plot_mi\n"
+        "import lopub.publish.report.figures\n"
         "data = embedded(500, rng=0)\n"
         f"plot_mi(structure_graph(data, 'auto'), {str(tmp_path / 'mi.png')!r})\n"
         "print(matplotlib.get_backend())\n")

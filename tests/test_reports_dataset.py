@@ -9,8 +9,8 @@ import pytest
 from lopub import CollectionSpec, Dataset, Domain, Reports, ReportsDataset
 from lopub.client import encode
 from lopub.errors import ReportsFormatError, SpecError
-from lopub.formats import reports_dataset as fmt
-from lopub.reports_dataset import merge_datasets
+from lopub.reports import folder as fmt
+from lopub.reports.dataset import merge_datasets
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_append_refuses_another_spec_naming_the_field(reports, spec, tmp_path):
 
 
 def test_failed_part_write_leaves_the_dataset_unchanged(reports, tmp_path, monkeypatch):
-    import lopub.reports_dataset as mod
+    import lopub.reports.folder as mod  # where parts and the manifest are written
 
     ds = _dataset(tmp_path, reports, cuts=(100,))
     before = (tmp_path / "ds" / fmt.MANIFEST).read_bytes()
@@ -154,7 +154,7 @@ def test_failed_part_write_leaves_the_dataset_unchanged(reports, tmp_path, monke
 
 
 def test_crash_between_part_and_manifest_leaves_an_ignored_unlisted_part(reports, tmp_path, monkeypatch):
-    import lopub.reports_dataset as mod
+    import lopub.reports.folder as mod  # where parts and the manifest are written
 
     ds = _dataset(tmp_path, reports, cuts=(100,))
     monkeypatch.setattr(mod, "write_manifest", lambda *a: (_ for _ in ()).throw(OSError("crash")))
@@ -297,7 +297,7 @@ def test_on_disk_reports_read_the_rows_asked_for(reports, tmp_path, rows):
 
 
 def test_on_disk_reports_refuse_what_needs_them_all_in_memory(reports, tmp_path):
-    from lopub.reports_dataset import OnDiskReports
+    from lopub.reports.dataset import OnDiskReports
 
     disk = _dataset(tmp_path, reports).on_disk()
     with pytest.raises(ValueError, match="stay on disk"):

@@ -5,9 +5,10 @@ import sys
 import numpy as np
 import pytest
 
-from lopub import CollectionSpec, Domain, privacy
+from lopub import CollectionSpec, Domain
+from lopub.reports import privacy
 from lopub.errors import SpecError
-from lopub.spec import bloom_positions, optimal_bloom
+from lopub.reports.spec import bloom_positions, optimal_bloom
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def test_collision_is_rederived_or_refused():
 
 
 def _positions_in_subprocess():
-    code = ("from lopub.spec import bloom_positions as b;"
+    code = ("from lopub.reports.spec import bloom_positions as b;"
             "print(b('lopub-test-key','color',0,'red',4,128), b('lopub-test-key','size',3,'17',2,64))")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
 

@@ -55,7 +55,7 @@ def test_import_lopub_is_light_and_names_resolve_on_use():
 def test_lazy_public_names():
     for name in lopub.__all__:
         assert getattr(lopub, name) is not None and name in dir(lopub)
-    from lopub.reports_dataset import ReportsDataset
+    from lopub.reports.dataset import ReportsDataset
 
     assert lopub.ReportsDataset is ReportsDataset
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):

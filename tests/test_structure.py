@@ -8,9 +8,9 @@ import pytest
 from lopub.datasets import embedded_model
 from lopub.dependency import DependencyGraph, MarginalCache, dependency_graph, pruned_dependency_graph
 from lopub.dependency.structure import residual_test, structure_graph
-from lopub.domain import Domain
-from lopub.marginal import Marginal
-from lopub.measurement import Measurement
+from lopub.data.domain import Domain
+from lopub.data.marginal import Marginal
+from lopub.estimate.measurement import Measurement
 
 
 class NoisyExact:
@@ -136,7 +136,7 @@ def test_auto_keeps_no_edges_under_pure_noise():
     # plain tables with a record count: multinomial fallback (Pearson), here on a real sample
     rng = np.random.default_rng(7)
     codes = np.stack([rng.choice(len(f), size=3000, p=f) for f in src.factors.values()], axis=1)
-    from lopub.dataset import Dataset
+    from lopub.data.dataset import Dataset
 
     dg = structure_graph(Dataset(codes, src.domain), "auto")
     assert len(dg.edges) <= 3
@@ -259,7 +259,7 @@ def test_exact_tables_without_n_make_every_dependence_significant():
 def test_auto_on_bloom_reports_at_f_half():
     """Issue 11 target: true edges with recall and precision >= 0.9 from real reports, f = 0.5."""
     from lopub.client.encode import encode
-    from lopub.spec import CollectionSpec
+    from lopub.reports.spec import CollectionSpec
 
     bn = embedded_model()
     rep = encode(bn.sample(20000, rng=1), CollectionSpec.from_domain(bn.domain, f=0.5), rng=11)
@@ -287,8 +287,8 @@ def test_estimates_without_variance_warn():
 @pytest.mark.slow
 def test_auto_keeps_no_edges_from_bloom_reports_of_independent_attributes():
     from lopub.client.encode import encode
-    from lopub.dataset import Dataset
-    from lopub.spec import CollectionSpec
+    from lopub.data.dataset import Dataset
+    from lopub.reports.spec import CollectionSpec
 
     src = Product([2, 3, 5, 4, 2, 6, 3, 2, 8, 3], seed=4)
     rng = np.random.default_rng(9)

@@ -6,10 +6,10 @@ import pytest
 
 from lopub.dependency import junction_tree
 from lopub.dependency.junction import JunctionTree
-from lopub.domain import Domain
-from lopub.marginal import Marginal
-from lopub.model import Model
-from lopub.synthesize import _draw_rows, sample_codes, synthesize, write_release
+from lopub.data.domain import Domain
+from lopub.data.marginal import Marginal
+from lopub.model.graphical import Model
+from lopub.publish.synthesize import _draw_rows, sample_codes, synthesize, write_release
 from test_model import CHAIN, TREE, exact_model, tree_joint
 
 

@@ -6,7 +6,7 @@ import pytest
 import lopub
 from lopub.collect import collect
 from lopub.datasets import embedded
-from lopub.synthesizer import NotFittedError, Synthesizer, SynthesizerReport
+from lopub.pipeline.synthesizer import NotFittedError, Synthesizer, SynthesizerReport
 
 SMALL = ["sex", "race", "education", "income"]
 
@@ -72,7 +72,7 @@ def test_same_seed_same_sample_and_save_load(fitted, tmp_path):
     assert back.get_params() == {**fitted.get_params(), "domain": None}
     assert back.fit_report_.collection == fitted.fit_report_.collection
     assert back.fit_report_.fit.cliques == fitted.fit_report_.fit.cliques
-    assert lopub.model.Model.load(path).meta["synthesizer"]["format"] == "lopub-synthesizer"
+    assert lopub.model.graphical.Model.load(path).meta["synthesizer"]["format"] == "lopub-synthesizer"
 
 
 def test_load_refuses_plain_model(fitted, tmp_path):
@@ -90,8 +90,8 @@ def test_params_and_repr():
     s = Synthesizer(epsilon=2.5, protocol="marginals", bins=5)
     p = s.get_params()
     assert p["epsilon"] == 2.5 and p["protocol"] == "marginals" and p["bins"] == 5
-    assert p["method"] == lopub.pipeline.fit.__kwdefaults__["method"]
-    assert p["clique_budget"] is None  # fit's default for the release (lopub.pipeline.default_clique_budget)
+    assert p["method"] == lopub.pipeline.steps.fit.__kwdefaults__["method"]
+    assert p["clique_budget"] is None  # fit's default for the release (lopub.pipeline.steps.default_clique_budget)
     assert repr(s).startswith("Synthesizer(epsilon=2.5, protocol='marginals'")
     assert "bins=5" in repr(s)
     assert s.set_params(epsilon=1.0, structure="tree") is s

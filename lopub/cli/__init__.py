@@ -29,9 +29,9 @@ import importlib
 import sys
 from typing import Collection, Sequence
 
-from .. import __version__
-from ._commands import COMMANDS, command_of
-from ._common import Parser, add_verbosity, read_csv, run
+from lopub._version import __version__
+from lopub.cli._commands import COMMANDS, command_of
+from lopub.cli._common import Parser, add_verbosity, read_csv, run
 
 __all__ = ["build_parser", "main", "read_csv"]
 

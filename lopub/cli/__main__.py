@@ -1,6 +1,6 @@
 """``python -m lopub.cli``: the same as the ``lopub`` command (and ``python -m lopub``)."""
 import sys
 
-from . import main
+from lopub.cli import main
 
 sys.exit(main())

@@ -24,15 +24,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
-from ..errors import BudgetError
-from ..io import output_lock
-from ..limits import memory_limit
-from ._outputs import check_output_path
+from lopub.errors import BudgetError
+from lopub.io import output_lock
+from lopub.limits import memory_limit
+from lopub.cli._outputs import check_output_path
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from ..progress import ConsoleProgress
+    from lopub.progress import ConsoleProgress
 
 # numpy, tqdm (lopub._util, lopub.progress) and pandas are imported where used: `lopub --help`
 # and `lopub --version` import this module and must start fast (tests/test_startup.py)
@@ -58,7 +58,7 @@ def emit(obj: Any, as_json: bool, text: str) -> None:
 
 def seed_arg(text: str) -> int:
     """argparse type of ``--seed``: :func:`lopub._util.seed_arg`, imported when first used."""
-    from .._util import seed_arg as parse_seed
+    from lopub._util import seed_arg as parse_seed
 
     return parse_seed(text)
 
@@ -148,7 +148,7 @@ def _text_missing(df: pd.DataFrame, na: set[str], *, strip: bool) -> pd.DataFram
 
 def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = None) -> Any:
     """The records of a data file coded against ``domain``; errors name the file."""
-    from ..dataset import Dataset
+    from lopub.data.dataset import Dataset
 
     df = read_csv(path, na_values)
     try:
@@ -160,7 +160,7 @@ def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = 
 def load_bloom_reports(path: str) -> Any:
     """A Bloom reports file to estimate from: at least one report (else a clear error now,
     not after the estimator's iterations)."""
-    from ..reports import Reports
+    from lopub.reports.bloom import Reports
 
     reports = Reports.load(path)
     if reports.n == 0:
@@ -241,7 +241,7 @@ def progress(a: argparse.Namespace) -> ConsoleProgress | None:
 
     Made once per command and closed by :func:`run` when the command ends.
     """
-    from ..progress import ConsoleProgress, logger
+    from lopub.progress import ConsoleProgress, logger
 
     if getattr(a, "quiet", False) or not logger.isEnabledFor(logging.INFO):
         return None
@@ -254,7 +254,7 @@ def progress(a: argparse.Namespace) -> ConsoleProgress | None:
 def warnings_to_log(command: str) -> Iterator[None]:
     """Python warnings become remarks of ``command``: numerical ones (numpy's
     RuntimeWarning) and deprecations only at debug level, the others as warnings."""
-    from ..progress import logger
+    from lopub.progress import logger
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         if issubclass(category, _DEVELOPER_WARNINGS):
@@ -327,7 +327,7 @@ def _call(a: argparse.Namespace) -> Exception | None:
 
 def run(a: argparse.Namespace) -> int:
     """Run a parsed command: 0 on success, 2 on a user error (reported on stderr)."""
-    from ..progress import console_remarks, logger
+    from lopub.progress import console_remarks, logger
 
     cmd = {"command": a.command}
     with console_remarks(log_level(a)), warnings_to_log(a.command):

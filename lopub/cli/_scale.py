@@ -5,7 +5,7 @@ import argparse
 import os
 from typing import Any, Callable
 
-from ._common import MAX_MIB
+from lopub.cli._common import MAX_MIB
 
 
 def add_scale_options(p: argparse.ArgumentParser, *, budget: bool = True) -> None:
@@ -48,11 +48,11 @@ def reports_for(a: argparse.Namespace, path: str, load: Callable[[str], Any]) ->
     """The reports to estimate from: left on disk for a Dask run on a dataset folder, else ``load(path)``.
 
     With ``--scheduler`` the workers read the folder's parts themselves, so this
-    process keeps only the spec and N (:class:`~lopub.reports_dataset.OnDiskReports`).
+    process keeps only the spec and N (:class:`~lopub.reports.dataset.OnDiskReports`).
     """
     if getattr(a, "scheduler", None) is None or not os.path.isdir(path):
         return load(path)
-    from ..reports_dataset import ReportsDataset
+    from lopub.reports.dataset import ReportsDataset
 
     ds = ReportsDataset.open(path)
     if ds.n == 0:

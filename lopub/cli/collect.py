@@ -16,14 +16,14 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import privacy
-from ._commands import add_command
-from ._common import (add_na_values, add_verbosity, dataset_from_file, default, emit, read_csv,
+from lopub.reports import privacy
+from lopub.cli._commands import add_command
+from lopub.cli._common import (add_na_values, add_verbosity, dataset_from_file, default, emit, read_csv,
                       seed_arg)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..domain import Domain
-    from ..spec import CollectionSpec
+    from lopub.data.domain import Domain
+    from lopub.reports.spec import CollectionSpec
 
 #: hash functions per attribute assumed by ``privacy`` (the spec's default h)
 DEFAULT_H = 4
@@ -50,8 +50,8 @@ def _edges(items: list[str] | None) -> dict[str, list[float]]:
 
 
 def cmd_schema(a: argparse.Namespace) -> None:
-    from ..dataset import infer_domain
-    from ..progress import warning
+    from lopub.data.dataset import infer_domain
+    from lopub.progress import warning
 
     df = read_csv(a.csv, a.na_values)
     cols = a.columns.split(",") if a.columns else None
@@ -74,7 +74,7 @@ def cmd_schema(a: argparse.Namespace) -> None:
 
 def build_spec(domain: Domain, a: argparse.Namespace) -> CollectionSpec:
     """The collection spec of the ``--f/--epsilon/--m/--h/--fp-rate/--key`` options."""
-    from ..spec import CollectionSpec
+    from lopub.reports.spec import CollectionSpec
 
     return CollectionSpec.from_domain(
         domain, f=a.f, epsilon=a.epsilon, m=a.m, h=a.h, fp_rate=a.fp_rate,
@@ -93,9 +93,9 @@ def _spec_given(a: argparse.Namespace) -> bool:
 
 
 def _check_domain(have: Domain, given: Domain, a: argparse.Namespace) -> None:
-    from ..errors import SpecError
-    from ..formats.domain import domain_to_dict
-    from ..formats.reports_dataset import dict_difference
+    from lopub.errors import SpecError
+    from lopub.data.domain import domain_to_dict
+    from lopub.reports.folder import dict_difference
 
     diff = dict_difference(domain_to_dict(have), domain_to_dict(given),
                            (f"the dataset {a.out!r}", f"--domain {a.domain}"))
@@ -105,9 +105,9 @@ def _check_domain(have: Domain, given: Domain, a: argparse.Namespace) -> None:
 
 def _encode_target(a: argparse.Namespace) -> tuple[Any, Any]:
     """(existing dataset to append to or None, spec to encode under) for ``encode``."""
-    from ..domain import Domain
-    from ..formats.reports_dataset import MANIFEST, is_dataset_path
-    from ..reports_dataset import ReportsDataset
+    from lopub.data.domain import Domain
+    from lopub.reports.folder import MANIFEST, is_dataset_path
+    from lopub.reports.dataset import ReportsDataset
 
     folder = is_dataset_path(a.out)
     if a.append and not folder:
@@ -131,12 +131,12 @@ def _encode_target(a: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def cmd_encode(a: argparse.Namespace) -> None:
-    from ..client import encode
-    from ..reports_dataset import ReportsDataset
+    from lopub.client import encode
+    from lopub.reports.dataset import ReportsDataset
 
     if _planned_bloom(a):  # --epsilon alone: h and m from the planner (needs N, so read first)
-        from ..collect import bloom_spec, plan
-        from ..domain import Domain
+        from lopub.collect import bloom_spec, plan
+        from lopub.data.domain import Domain
 
         domain = Domain.from_json(a.domain)
         data = dataset_from_file(a.csv, domain, a.na_values)
@@ -146,8 +146,8 @@ def cmd_encode(a: argparse.Namespace) -> None:
         data = dataset_from_file(a.csv, spec.domain, a.na_values)
     reports = encode(data, spec, rng=a.seed)
     if spec.epsilon > 10:  # once the reports exist (not before an error)
-        from ..collect import privacy_statement
-        from ..progress import warning
+        from lopub.collect import privacy_statement
+        from lopub.progress import warning
 
         warning(cast(str, privacy_statement(spec.epsilon)[1]).removeprefix("WARNING: "), command="encode")
     if target is not None:
@@ -177,8 +177,8 @@ def cmd_privacy(a: argparse.Namespace) -> None:
 
 
 def cmd_inspect(a: argparse.Namespace) -> None:
-    from ..progress import warning
-    from ..reports_dataset import ReportsDataset
+    from lopub.progress import warning
+    from lopub.reports.dataset import ReportsDataset
 
     ds = ReportsDataset.open(a.reports)
     if ds.is_folder:
@@ -207,7 +207,7 @@ def _inspect_text(s: dict) -> str:
 
 
 def cmd_merge(a: argparse.Namespace) -> None:
-    from ..reports_dataset import merge_datasets
+    from lopub.reports.dataset import merge_datasets
 
     merged = merge_datasets(a.out, *a.inputs)
     s = merged.summary()
@@ -229,7 +229,7 @@ def add_spec_options(p: argparse.ArgumentParser) -> None:
 
 
 def _register_schema(sub: Any) -> None:
-    from ..dataset import infer_domain
+    from lopub.data.dataset import infer_domain
 
     bins, max_cat = default(infer_domain, "bins"), default(infer_domain, "max_categories")
     s = add_command(sub, "schema", description="Infer a domain (attributes, categories, binning) from a CSV with a header row. Numeric columns with more than --max-categories values get --bins quantile bins (or the explicit --edges).")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..estimate import METHODS, POSTPROCESS, estimate
-from ..estimate.em import STOP_RULES
-from ..estimate.registry import defaults
-from ._commands import add_command
-from ._common import add_verbosity, default, emit, load_bloom_reports, memory_mb, progress, split_list
-from ._scale import add_scale_options, reports_for, scale_options
+from lopub.estimate import METHODS, POSTPROCESS, estimate
+from lopub.estimate.em import STOP_RULES
+from lopub.estimate.registry import defaults
+from lopub.cli._commands import add_command
+from lopub.cli._common import add_verbosity, default, emit, load_bloom_reports, memory_mb, progress, split_list
+from lopub.cli._scale import add_scale_options, reports_for, scale_options
 
 HYBRID = tuple(m for m in METHODS if m.startswith("hybrid"))
 

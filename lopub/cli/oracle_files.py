@@ -11,7 +11,7 @@ for LIP the ``priors`` and, for ``rr-lip``, ``matrices``: the exact channel
 ``"lp"``), ``attributes`` (sampled attribute indices, SMP/ALLOMFREE) and
 ``reports_<j>`` (the reports about attribute ``j`` in the oracle's format,
 see :mod:`lopub.oracles.oneshot`).  ``--protocol bloom`` writes the
-Bloom reports file of :mod:`lopub.reports` instead.
+Bloom reports file of :mod:`lopub.reports.bloom` instead.
 
 Version 2 added ``lgrr_variant`` and ``matrices``; version 3 ``checksum`` (checked on
 reading, with the arrays against the metadata: :mod:`lopub.cli.oracle_npz`).  Version 1 files still
@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ..oracles.allomfree import Allomfree
-from ..oracles.lip import LHLIP, RRLIP, UELIP, ChannelLIP
-from ..oracles.multidim import SMP, SPL, SampledReports
-from ..postprocess import postprocess
-from .oracle_npz import load_npz, save_npz
+from lopub.oracles.allomfree import Allomfree
+from lopub.oracles.lip import LHLIP, RRLIP, UELIP, ChannelLIP
+from lopub.oracles.multidim import SMP, SPL, SampledReports
+from lopub.estimate.postprocess import postprocess
+from lopub.cli.oracle_npz import load_npz, save_npz
 
 FORMAT, VERSION, READABLE = "lopub-oracle-reports", 3, (1, 2, 3)
 ORACLES = ("grr", "sue", "oue", "olh", "blh", "l-grr", "l-sue", "l-osue", "l-oue")
@@ -143,8 +143,8 @@ def estimate_file(path: str, method: str = "clip", lip_method: str = "bayes") ->
         with open(path, "rb") as fh:
             is_npz = fh.read(2) == b"PK"
     if not is_npz:
-        from lopub.oracles.compare import bloom_one_way
-        from ._common import load_bloom_reports
+        from lopub.collect.compare import bloom_one_way
+        from lopub.cli._common import load_bloom_reports
 
         reports = load_bloom_reports(path)
         raw = bloom_one_way(reports)

@@ -17,7 +17,7 @@ import json
 
 import numpy as np
 
-from ..io import atomic_path
+from lopub.io import atomic_path
 
 __all__ = ["REPORT_KINDS", "checksum", "load_npz", "save_npz"]
 

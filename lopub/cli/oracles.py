@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from ..oracles.compare import compare
-from ..oracles.lip import RRLIP
-from ..oracles.longitudinal import LGRR_VARIANTS, loue_max_eps1
-from ..oracles.multidim import SampledReports
-from ..postprocess import POSTPROCESS as METHODS
-from ..progress import warning
-from ._commands import add_command
-from ._common import add_na_values, add_verbosity, dataset_from_file, default, emit, seed_arg
-from .oracle_files import (FORMAT, LIP, PROTOCOLS, VERSION, _check_prior_sizes, _lip_client, _lip_eps,
+from lopub.collect.compare import compare
+from lopub.oracles.lip import RRLIP
+from lopub.oracles.longitudinal import LGRR_VARIANTS, loue_max_eps1
+from lopub.oracles.multidim import SampledReports
+from lopub.estimate.postprocess import POSTPROCESS as METHODS
+from lopub.progress import warning
+from lopub.cli._commands import add_command
+from lopub.cli._common import add_na_values, add_verbosity, dataset_from_file, default, emit, seed_arg
+from lopub.cli.oracle_files import (FORMAT, LIP, PROTOCOLS, VERSION, _check_prior_sizes, _lip_client, _lip_eps,
                            build_scheme, estimate_file, lip_server_mechanisms, load_reports,
                            save_reports)
 
@@ -32,7 +32,7 @@ CLI_PROTOCOLS = "bloom,spl-grr,spl-oue,smp-grr,smp-oue,smp-olh,allomfree"
 
 
 def _load_data(a: argparse.Namespace) -> Any:
-    from ..domain import Domain
+    from lopub.data.domain import Domain
 
     domain = Domain.from_json(a.domain)
     return dataset_from_file(a.csv, domain, a.na_values)
@@ -41,7 +41,7 @@ def _load_data(a: argparse.Namespace) -> Any:
 def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
     if not a.prior:
         raise ValueError(f"--prior (a JSON file of attribute -> probabilities) is needed for {a.protocol}")
-    from ..formats._io import load_json
+    from lopub.formats._io import load_json
 
     priors = load_json(a.prior, ValueError, "--prior")
     if not isinstance(priors, dict):
@@ -106,7 +106,7 @@ PLANNED = ("auto", "marginals", "one-attribute")
 
 def _collect_planned(a: argparse.Namespace, data: Any) -> None:
     """Bloom, marginal sampling or one attribute per user, parameters from the planner."""
-    from ..collect import collect
+    from lopub.collect import collect
 
     if not (np.isfinite(a.epsilon) and a.epsilon > 0):
         raise ValueError(f"--epsilon ({a.epsilon:g}) must be a finite number > 0")
@@ -132,7 +132,7 @@ def _collect_lip(a: argparse.Namespace, data: Any, meta: dict) -> dict:
 
 
 def cmd_collect(a: argparse.Namespace) -> None:
-    from .. import __version__
+    from lopub._version import __version__
 
     _warn_ignored(a)
     data = _load_data(a)
@@ -181,7 +181,7 @@ def _epsilons(text: str) -> list[float]:
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
-    from ..oracles.compare import ADULT_CATEGORICAL, check_protocols, check_work, format_table
+    from lopub.collect.compare import ADULT_CATEGORICAL, check_protocols, check_work, format_table
 
     protocols = check_protocols(a.protocols.split(","))  # before loading any data
     eps = _epsilons(a.epsilons)
@@ -191,10 +191,10 @@ def cmd_compare(a: argparse.Namespace) -> None:
         raise ValueError(f"--eps1-ratio ({a.eps1_ratio:g}) must be in (0, 1): eps_1 = ratio x "
                          f"eps_inf, and one report cannot cost more than all of them")
     if a.dataset == "adult":
-        from ..datasets import load_adult
+        from lopub.datasets import load_adult
         data = load_adult().select(list(ADULT_CATEGORICAL))
     elif a.dataset == "embedded":
-        from ..datasets import embedded
+        from lopub.datasets import embedded
         data = embedded(a.n, rng=a.seed)
     else:
         a.csv = a.dataset

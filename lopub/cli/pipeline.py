@@ -16,19 +16,19 @@ import json
 import os
 from pathlib import Path
 
-from ..demo import DEFAULT_EPSILON
-from ..dependency.junction import HEURISTICS
-from ..estimate import METHODS
-from ..evaluate import evaluate_release
-from ..io import atomic_write_text
-from ..pipeline import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
+from lopub.pipeline.demo import DEFAULT_EPSILON
+from lopub.dependency.junction import HEURISTICS
+from lopub.estimate import METHODS
+from lopub.publish.evaluate import evaluate_release
+from lopub.io import atomic_write_text
+from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
                         default_clique_budget, dependency, fit, model_structure_options)
-from ..progress import note
-from ._commands import add_command
-from ._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
+from lopub.progress import note
+from lopub.cli._commands import add_command
+from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
                       read_csv, seed_arg, split_list)
-from ._outputs import check_output_path, staged_outputs
-from ._scale import add_scale_options, reports_for, scale_options
+from lopub.cli._outputs import check_output_path, staged_outputs
+from lopub.cli._scale import add_scale_options, reports_for, scale_options
 
 __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
 DEFAULT_METHOD = default(fit, "method")
@@ -73,8 +73,8 @@ def _note_dropped(edges, budget) -> None:
 
 def load_any_reports(path: str):
     """Bloom reports (Parquet file or dataset folder) or marginal-sampling reports (``.npz``)."""
-    from ..collect import MarginalReports
-    from ..reports import Reports
+    from lopub.collect import MarginalReports
+    from lopub.reports.bloom import Reports
 
     if os.path.isfile(path):
         with open(path, "rb") as fh:
@@ -127,8 +127,8 @@ def cmd_fit(a: argparse.Namespace) -> None:
 
 
 def cmd_synthesize(a: argparse.Namespace) -> None:
-    from ..model import Model
-    from ..synthesize import synthesize, write_release
+    from lopub.model.graphical import Model
+    from lopub.publish.synthesize import synthesize, write_release
 
     model = Model.load(a.model)
     df = synthesize(model, a.n, rng=a.seed)
@@ -151,7 +151,7 @@ def _parse_where(items: list[str] | None) -> dict[str, str]:
 
 
 def cmd_query(a: argparse.Namespace) -> None:
-    from ..model import Model
+    from lopub.model.graphical import Model
 
     model = Model.load(a.model)
     attrs = split_list(a.attrs)
@@ -174,8 +174,8 @@ def cmd_query(a: argparse.Namespace) -> None:
 
 
 def _plots(dg, tree, path: str | os.PathLike) -> list[str]:
-    from ..dependency.graph import rethreshold
-    from ..plots import plot_graph, plot_mi
+    from lopub.dependency.graph import rethreshold
+    from lopub.publish.plots import plot_graph, plot_mi
 
     p = Path(path)
     mi_path = p.with_name(p.stem + "_mi" + (p.suffix or ".png"))
@@ -207,7 +207,7 @@ def source_kind(path: str) -> str:
 
 
 def _graph_of_model(a: argparse.Namespace):
-    from ..model import Model
+    from lopub.model.graphical import Model
 
     model = Model.load(a.source)
     if model.graph is None:
@@ -226,8 +226,8 @@ def _graph_of_model(a: argparse.Namespace):
 
 
 def _graph_of_reports(a: argparse.Namespace):
-    from ..dependency import MarginalCache
-    from ..pipeline import collection_parameters, make_estimator
+    from lopub.dependency import MarginalCache
+    from lopub.pipeline.steps import collection_parameters, make_estimator
     shown = progress(a)
     reports = load_bloom_reports(a.source)
     cache = MarginalCache(make_estimator(reports, a.method, progress=shown))
@@ -252,7 +252,7 @@ def _note_ignored(a: argparse.Namespace) -> None:
 
 
 def cmd_graph(a: argparse.Namespace) -> None:
-    from ..dependency.graph import check_phi
+    from lopub.dependency.graph import check_phi
 
     if a.phi is not None:
         check_phi(a.phi)
@@ -290,7 +290,7 @@ def _graph_text(dg, tree, budget, pictures) -> str:
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
-    from ..domain import Domain
+    from lopub.data.domain import Domain
 
     domain = Domain.from_json(a.domain)
     real = _dataset(a.real, "--real", domain, a.na_values)
@@ -306,8 +306,8 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 
 def _dataset(path: str, flag: str, domain, na_values: list[str]):
     """Read ``path`` against ``domain``; errors name the option and the file."""
-    from ..dataset import Dataset
-    from ..errors import DomainError
+    from lopub.data.dataset import Dataset
+    from lopub.errors import DomainError
 
     try:
         return Dataset.from_pandas(read_csv(path, na_values), domain)
@@ -316,7 +316,7 @@ def _dataset(path: str, flag: str, domain, na_values: list[str]):
 
 
 def cmd_demo(a: argparse.Namespace) -> None:
-    from ..demo import run_demo
+    from lopub.pipeline.demo import run_demo
 
     run_demo(a)
 

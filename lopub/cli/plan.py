@@ -5,13 +5,13 @@ import argparse
 import json
 import math
 
-from ._commands import add_command
-from ._common import add_verbosity
+from lopub.cli._commands import add_command
+from lopub.cli._common import add_verbosity
 
 
 def cmd_plan(a: argparse.Namespace) -> None:
-    from ..collect import plan
-    from ..domain import Domain
+    from lopub.collect import plan
+    from lopub.data.domain import Domain
 
     if not (math.isfinite(a.epsilon) and a.epsilon > 0):
         raise ValueError(f"--epsilon ({a.epsilon:g}) must be a finite number > 0")

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from ._commands import add_command
-from ._common import add_na_values, add_verbosity, emit, read_csv
+from lopub.cli._commands import add_command
+from lopub.cli._common import add_na_values, add_verbosity, emit, read_csv
 
 FORMATS = ("uai", "pgmpy")
 
 
 def cmd_report(a: argparse.Namespace) -> None:
-    from ..model import Model
-    from ..report import write_report
+    from lopub.model.graphical import Model
+    from lopub.publish.report import write_report
 
     model = Model.load(a.model)
     syn = None if a.synthetic is None else _frame(a.synthetic, "--synthetic", a.na_values)
@@ -28,8 +28,8 @@ def _frame(path: str, flag: str, na_values: list[str]):
 
 
 def cmd_export(a: argparse.Namespace) -> None:
-    from ..export import export_model
-    from ..model import Model
+    from lopub.publish.export import export_model
+    from lopub.model.graphical import Model
 
     export_model(Model.load(a.model), a.out, a.format, kind=a.kind)
     emit({"export": a.out, "format": a.format}, a.json, f"written {a.out} ({a.format})")

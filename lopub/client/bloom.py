@@ -1,14 +1,14 @@
 """Client-side Bloom encoding of records (LoPub Sec. IV-A).
 
 Each value's Bloom filter is fixed by the public spec (see
-:func:`lopub.spec.bloom_positions`), so encoding a record is a table lookup
+:func:`lopub.reports.spec.bloom_positions`), so encoding a record is a table lookup
 ``spec.bloom[j][code]`` per attribute, vectorized over records.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..spec import CollectionSpec
+from lopub.reports.spec import CollectionSpec
 
 
 def bloom_encode(codes: np.ndarray, spec: CollectionSpec) -> np.ndarray:

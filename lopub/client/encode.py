@@ -6,13 +6,13 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from .._util import check_int, resolve_rng
-from ..dataset import Dataset
-from ..limits import check_memory
-from ..reports import Reports
-from ..spec import CollectionSpec
-from .bloom import bloom_encode_packed
-from .randomize import flip_packed
+from lopub._util import check_int, resolve_rng
+from lopub.data.dataset import Dataset
+from lopub.limits import check_memory
+from lopub.reports.bloom import Reports
+from lopub.reports.spec import CollectionSpec
+from lopub.client.bloom import bloom_encode_packed
+from lopub.client.randomize import flip_packed
 
 DEFAULT_CHUNK = 32768
 

@@ -23,7 +23,7 @@ import numpy as np
 
 import numbers
 
-from .._util import check_open_unit, resolve_rng
+from lopub._util import check_open_unit, resolve_rng
 
 _FULL_PASSES = 12  # digits processed on every word before compacting undecided words
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)

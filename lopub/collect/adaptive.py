@@ -59,8 +59,8 @@ import numpy as np
 
 from lopub._util import check_positive
 from lopub.collect.cost import best_oracle, cell_var, expected_tvd, normsub_errors
-from lopub.collect.plan import MarginalPlan, PlanError, check_n
-from lopub.domain import Domain
+from lopub.collect.plan import PlanError, check_n
+from lopub.data.domain import Domain
 
 STRATEGIES = ("auto", "one-way", "pairs", "triples", "two-phase")
 #: Default prior guess of the mean TVD of a pair from independence.
@@ -256,58 +256,8 @@ def choose_subsets(domain: Domain, n: int, epsilon: float, *,
     return best
 
 
-def plan_marginals(domain: Domain, n: int, epsilon: float, *, strategy: str = "auto",
-                   dependence: float = DEFAULT_DEPENDENCE, prior: Any = None,
-                   key: str | None = None, screen_share: float = 0.3
-                   ) -> "MarginalPlan | TwoPhasePlan":
-    """Choose the subsets to measure for ``n`` users at per-user ``epsilon``.
-
-    Parameters
-    ----------
-    domain : Domain
-    n : int
-        Number of users (>= the number of subsets).
-    epsilon : float
-        Per-user budget (finite, > 0).
-    strategy : {"auto", "one-way", "pairs", "triples", "two-phase"}
-        ``auto`` applies the rule of the module docstring; ``two-phase``
-        returns a :class:`TwoPhasePlan`.
-    dependence : float
-        Prior guess of the mean TVD of a pair from independence (cost of not
-        measuring a pair).
-    prior : object with ``project(attrs)``, optional
-        Tables to evaluate the cost model at (a public or earlier dataset, a
-        fitted model); replaces the uniform tables and ``dependence``.
-    key : str, optional
-        Assignment key of the plan (stable assignment from user ids).
-    screen_share : float
-        Share of users in the screening phase (``two-phase`` only).
-    """
-    domain, n, epsilon = _check_args(domain, n, epsilon)
-    dependence = _check_dependence(dependence)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy ({strategy!r}) must be one of {list(STRATEGIES)}")
-    if strategy == "two-phase":
-        from lopub.collect.twophase import TwoPhasePlan
-
-        return TwoPhasePlan.build(domain, n, epsilon, screen_share=screen_share, key=key)
-    if strategy == "auto":
-        subsets = choose_subsets(domain, n, epsilon, dependence=dependence, prior=prior)[1]
-    else:
-        cands = candidate_plans(domain)
-        subsets = cands.get(strategy, cands.get("pairs", cands["one-way"]))
-    if len(subsets) > n:
-        raise PlanError(f"strategy {strategy!r} needs {len(subsets)} subsets but n ({n}) users "
-                        "would leave some subset without users")
-    return MarginalPlan(domain, tuple(subsets), epsilon, key=key)
-
-
 def _check_dependence(value: Any) -> float:
     value = float(value) if not isinstance(value, bool) else value
     if not isinstance(value, float) or not (0.0 <= value <= 1.0):
         raise ValueError(f"dependence ({value!r}) must be a TVD in [0, 1]")
     return value
-
-
-# two-phase plans live in lopub.collect.twophase (re-exported here)
-from lopub.collect.twophase import TwoPhasePlan, collect_two_phase, merge_sources  # noqa: E402,F401

@@ -13,16 +13,16 @@ import numpy as np
 from lopub.collect.client import collect_records
 from lopub.collect.plan import MarginalPlan
 from lopub.collect.planner import PlanReport, plan
-from lopub.dataset import Dataset
-from lopub.domain import Domain
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 
 PROTOCOLS = ("auto", "marginals", "one-attribute", "bloom")
 
 
 def bloom_spec(domain: Domain, report: PlanReport, *, key: str | None = None):
-    """The :class:`~lopub.spec.CollectionSpec` of the report's ``bloom`` option
+    """The :class:`~lopub.reports.spec.CollectionSpec` of the report's ``bloom`` option
     (its ``h`` and collision-free ``m``, ``f`` for the report's epsilon)."""
-    from lopub.spec import DEFAULT_KEY, CollectionSpec
+    from lopub.reports.spec import DEFAULT_KEY, CollectionSpec
 
     params = report.option("bloom").params
     return CollectionSpec.from_domain(domain, epsilon=report.epsilon, h=params["h"], m=list(params["m"]),
@@ -53,7 +53,7 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     (reports, plan_report)
         :class:`~lopub.collect.reports.MarginalReports` (marginals,
         one-attribute; a two-phase plan's two phases merged into one,
-        :func:`~lopub.collect.twophase.merge_reports`) or :class:`lopub.reports.Reports` (bloom), and the
+        :func:`~lopub.collect.twophase.merge_reports`) or :class:`lopub.reports.bloom.Reports` (bloom), and the
         planner's report (its ``warning`` is set above epsilon 10).
     """
     if not isinstance(dataset, Dataset):

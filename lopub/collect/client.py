@@ -17,7 +17,7 @@ import numpy as np
 from lopub._util import resolve_rng
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.reports import MarginalReports
-from lopub.dataset import Dataset
+from lopub.data.dataset import Dataset
 
 
 def _check_plan(plan: Any) -> MarginalPlan:

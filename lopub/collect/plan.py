@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from lopub._util import check_positive
 from lopub.collect.cost import ORACLES, best_oracle, oracle_var
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 from lopub.errors import DomainError
 
 PLAN_FORMAT = "lopub-marginal-plan"

@@ -81,7 +81,7 @@ from lopub.collect.adaptive import (
 from lopub.collect.cost import expected_tvd, normsub_errors
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.twophase import DEFAULT_SCREEN_SHARE
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 from lopub.errors import SpecError
 
 #: Per-record budget above which the planner adds a warning line.
@@ -97,7 +97,7 @@ MAX_BLOOM_M = 1 << 16
 
 def bloom_m(domain: Domain, h: int) -> tuple[int, ...]:
     """Per attribute, the smallest ``m`` (paper default 32 / 128, doubled) with distinct filters."""
-    from lopub.spec import CollectionSpec
+    from lopub.reports.spec import CollectionSpec
 
     out = []
     for a in domain.attrs:  # attributes, not users
@@ -292,7 +292,7 @@ def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | Non
 
 
 def _bloom_option(domain: Domain, n: int, epsilon: float, d: int, profile: Profile) -> ProtocolOption:
-    from lopub.privacy import f_for_epsilon
+    from lopub.reports.privacy import f_for_epsilon
 
     errs = {h: predict_bloom(domain, n, epsilon, h, prior=profile) for h in BLOOM_HS}
     h = min(errs, key=lambda k: errs[k])

@@ -15,8 +15,8 @@ import numpy as np
 
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.reports import MarginalReports
-from lopub.domain import Domain
-from lopub.measurement import Measurement, check_measurements
+from lopub.data.domain import Domain
+from lopub.estimate.measurement import Measurement, check_measurements
 
 
 class NotMeasuredError(KeyError, ValueError):

@@ -43,11 +43,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from lopub._util import check_open_unit
-from lopub.collect.adaptive import (Profile, _check_args, all_pairs, candidate_plans,
-                                    predict_plan_error)
+from lopub.collect.adaptive import (DEFAULT_DEPENDENCE, STRATEGIES, Profile, _check_args, _check_dependence, all_pairs,
+                                    candidate_plans, choose_subsets, predict_plan_error)
 from lopub.collect.cost import expected_tvd
 from lopub.collect.plan import MarginalPlan, PlanError
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 
 #: Default share of the users in the screening phase.
 DEFAULT_SCREEN_SHARE = 0.3
@@ -217,3 +217,47 @@ def merge_sources(sources: Sequence[Any]) -> Any:
         raise ValueError("sources is empty; expected at least one MarginalSource")
     ms = [m for s in sources for m in s.measurements()]
     return MarginalSource(sources[0].domain, ms, n=sum(s.n for s in sources))
+
+
+def plan_marginals(domain: Domain, n: int, epsilon: float, *, strategy: str = "auto",
+                   dependence: float = DEFAULT_DEPENDENCE, prior: Any = None,
+                   key: str | None = None, screen_share: float = 0.3
+                   ) -> "MarginalPlan | TwoPhasePlan":
+    """Choose the subsets to measure for ``n`` users at per-user ``epsilon``.
+
+    Parameters
+    ----------
+    domain : Domain
+    n : int
+        Number of users (>= the number of subsets).
+    epsilon : float
+        Per-user budget (finite, > 0).
+    strategy : {"auto", "one-way", "pairs", "triples", "two-phase"}
+        ``auto`` applies the rule of the module docstring; ``two-phase``
+        returns a :class:`TwoPhasePlan`.
+    dependence : float
+        Prior guess of the mean TVD of a pair from independence (cost of not
+        measuring a pair).
+    prior : object with ``project(attrs)``, optional
+        Tables to evaluate the cost model at (a public or earlier dataset, a
+        fitted model); replaces the uniform tables and ``dependence``.
+    key : str, optional
+        Assignment key of the plan (stable assignment from user ids).
+    screen_share : float
+        Share of users in the screening phase (``two-phase`` only).
+    """
+    domain, n, epsilon = _check_args(domain, n, epsilon)
+    dependence = _check_dependence(dependence)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy ({strategy!r}) must be one of {list(STRATEGIES)}")
+    if strategy == "two-phase":
+        return TwoPhasePlan.build(domain, n, epsilon, screen_share=screen_share, key=key)
+    if strategy == "auto":
+        subsets = choose_subsets(domain, n, epsilon, dependence=dependence, prior=prior)[1]
+    else:
+        cands = candidate_plans(domain)
+        subsets = cands.get(strategy, cands.get("pairs", cands["one-way"]))
+    if len(subsets) > n:
+        raise PlanError(f"strategy {strategy!r} needs {len(subsets)} subsets but n ({n}) users "
+                        "would leave some subset without users")
+    return MarginalPlan(domain, tuple(subsets), epsilon, key=key)

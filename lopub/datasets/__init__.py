@@ -6,10 +6,10 @@ explicit path, ``$LOPUB_DATA_DIR``, the user cache ``~/.cache/lopub`` (or
 :func:`data_path`).  ``embedded`` samples records from a fixed Bayesian network
 whose exact joint and dependency graph are known (:func:`embedded_model`).
 """
-from ._fetch import ChecksumError, DatasetUnavailableError, cache_dir, data_path
-from .adult import adult_domain, load_adult
-from .embedded import EmbeddedModel, embedded, embedded_model
-from .retail import load_retail, retail_domain, retail_items
+from lopub.datasets._fetch import ChecksumError, DatasetUnavailableError, cache_dir, data_path
+from lopub.datasets.adult import adult_domain, load_adult
+from lopub.datasets.embedded import EmbeddedModel, embedded, embedded_model
+from lopub.datasets.retail import load_retail, retail_domain, retail_items
 
 __all__ = [
     "load_adult",

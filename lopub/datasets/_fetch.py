@@ -8,7 +8,7 @@ Resolution order for file ``<name>/<filename>`` (e.g. ``adult/adult.data``):
 3. The user cache ``$LOPUB_CACHE/<name>/<filename>``, default
    ``~/.cache/lopub/<name>/<filename>``.
 4. Download from the public URL recorded in the dataset's schema
-   (``lopub/schemas/<name>.json``, key ``"source"``) into the cache.  The
+   (``lopub/datasets/schemas/<name>.json``, key ``"source"``) into the cache.  The
    downloaded bytes are normalized (``\\r`` and blank lines removed, and for
    Adult the ``|1x3 Cross validator`` header line of ``adult.test``), their
    sha256 must equal the schema's checksum (that of the reference copies), and
@@ -28,7 +28,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from ..io import atomic_path
+from lopub.io import atomic_path
 
 ENV_DATA_DIR = "LOPUB_DATA_DIR"
 ENV_CACHE = "LOPUB_CACHE"
@@ -45,8 +45,8 @@ class ChecksumError(ValueError):
 
 @lru_cache(maxsize=None)
 def schema_dict(name: str) -> dict:
-    """Raw JSON of the packaged schema ``lopub/schemas/<name>.json`` (domain + source)."""
-    ref = resources.files("lopub").joinpath("schemas", f"{name}.json")
+    """Raw JSON of the packaged schema ``lopub/datasets/schemas/<name>.json`` (domain + source)."""
+    ref = resources.files("lopub.datasets").joinpath("schemas", f"{name}.json")
     if not ref.is_file():
         raise ValueError(f"dataset ({name!r}) has no packaged schema; expected 'adult' or 'retail'")
     return json.loads(ref.read_text(encoding="utf-8"))

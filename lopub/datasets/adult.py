@@ -1,6 +1,6 @@
 """UCI Adult loader: the original UCI files, binned with the packaged schema.
 
-The schema (``lopub/schemas/adult.json``, a link to ``datasets/adult.json``)
+The schema (``lopub/datasets/schemas/adult.json``, a link to ``datasets/adult.json``)
 keeps the 15 UCI attributes with their UCI names.  Categorical attributes keep
 the categories listed in ``adult.names``; ``education-num`` keeps its 16 values
 ``"1"``..``"16"``; the five numeric attributes are binned with fixed edges
@@ -17,9 +17,9 @@ import os
 
 import pandas as pd
 
-from ..dataset import Dataset
-from ..domain import Attribute, Domain
-from ._fetch import data_path, schema_dict
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Attribute, Domain
+from lopub.datasets._fetch import data_path, schema_dict
 
 COLUMNS = (
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
@@ -73,7 +73,7 @@ def load_adult(
     *,
     download: bool = True,
 ) -> Dataset:
-    """Load UCI Adult as a :class:`~lopub.dataset.Dataset` over the packaged schema.
+    """Load UCI Adult as a :class:`~lopub.data.dataset.Dataset` over the packaged schema.
 
     Parameters
     ----------

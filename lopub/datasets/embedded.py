@@ -68,11 +68,11 @@ from typing import Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-from .._util import check_int, resolve_rng
-from ..dataset import Dataset
-from ..domain import Attribute, Domain
-from ..limits import check_memory
-from ..marginal import Marginal
+from lopub._util import check_int, resolve_rng
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Attribute, Domain
+from lopub.limits import check_memory
+from lopub.data.marginal import Marginal
 
 _MODEL_SEED = 20180402
 
@@ -105,7 +105,7 @@ _SPEC: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[float, ...], flo
 
 @dataclass(frozen=True, eq=False)
 class EmbeddedModel:
-    """A Bayesian network over a :class:`~lopub.domain.Domain` with exact queries.
+    """A Bayesian network over a :class:`~lopub.data.domain.Domain` with exact queries.
 
     Attributes
     ----------

@@ -1,7 +1,7 @@
 """FIMI retail loader: 16 binary attributes, one per most frequent item.
 
 ``retail.dat`` holds one transaction a line, items as space-separated integer
-ids.  The packaged schema (``lopub/schemas/retail.json``) fixes the 16 items
+ids.  The packaged schema (``lopub/datasets/schemas/retail.json``) fixes the 16 items
 with the largest support in the full file (88,162 transactions); attribute
 ``item_<id>`` is ``"1"`` when the transaction contains the item.  Every
 transaction becomes one record, including those holding none of the 16 items.
@@ -20,9 +20,9 @@ import os
 
 import numpy as np
 
-from ..dataset import Dataset
-from ..domain import Domain
-from ._fetch import data_path, schema_dict
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
+from lopub.datasets._fetch import data_path, schema_dict
 
 
 def retail_domain() -> Domain:

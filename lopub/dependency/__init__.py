@@ -6,14 +6,14 @@ References
 ----------
 Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4, Alg. 5, Eq. 24, Eq. 26.
 """
-from .cache import MarginalCache, query_source
-from .graph import (STRUCTURES, DependencyGraph, build_graph, dependency_graph, sorted_edges, tau,
+from lopub.dependency.cache import MarginalCache, query_source
+from lopub.dependency.graph import (STRUCTURES, DependencyGraph, build_graph, dependency_graph, sorted_edges, tau,
                     threshold_matrix)
-from .junction import (JunctionTree, budgeted_junction_tree, elimination_order, junction_tree,
+from lopub.dependency.junction import (JunctionTree, budgeted_junction_tree, elimination_order, junction_tree,
                        running_intersection)
-from .mi import entropy, mutual_information, pair_tests, pairwise_mi
-from .pruning import pruned_dependency_graph
-from .structure import structure_graph
+from lopub.dependency.mi import entropy, mutual_information, pair_tests, pairwise_mi
+from lopub.dependency.pruning import pruned_dependency_graph
+from lopub.dependency.structure import structure_graph
 
 __all__ = [
     "MarginalCache", "query_source", "DependencyGraph", "build_graph", "dependency_graph",

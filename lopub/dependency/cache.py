@@ -3,7 +3,7 @@
 The pipeline asks for one-way marginals (entropy, pruning), every pairwise
 joint (mutual information) and the clique joints (model).  A
 :class:`MarginalCache` wraps any *source* -- an ``Estimator`` session, a
-:class:`~lopub.dataset.Dataset`, an exact model -- and memoizes by attribute
+:class:`~lopub.data.dataset.Dataset`, an exact model -- and memoizes by attribute
 set, so no estimator runs twice on the same attributes; a request in another
 attribute order is a transpose of the cached table.
 
@@ -17,17 +17,17 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from ..domain import Domain
-from ..marginal import Marginal
-from ..protocols import MarginalSource
+from lopub.data.domain import Domain
+from lopub.data.marginal import Marginal
+from lopub.estimate.protocols import MarginalSource
 
 Progress = Callable[[str, int, int], None]
 
 
 def as_source(source: object, name: str = "source") -> MarginalSource:
-    """``source`` as a :class:`~lopub.protocols.MarginalSource`.
+    """``source`` as a :class:`~lopub.estimate.protocols.MarginalSource`.
 
-    A :class:`~lopub.marginal.Marginal` table is accepted too (its
+    A :class:`~lopub.data.marginal.Marginal` table is accepted too (its
     sub-marginals are projections); anything else without ``domain`` and
     ``marginal(attrs)`` raises ``TypeError``.
     """
@@ -62,7 +62,7 @@ class MarginalCache:
     ----------
     source : MarginalSource
         Anything with a ``domain`` and ``.marginal(attrs)`` returning a
-        :class:`~lopub.marginal.Marginal` (a Dataset, an estimator, a Model).
+        :class:`~lopub.data.marginal.Marginal` (a Dataset, an estimator, a Model).
     domain : Domain, optional
         Defaults to ``source.domain``.
     jobs : int, optional

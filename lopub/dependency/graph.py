@@ -24,9 +24,9 @@ from typing import Any, Sequence
 import networkx as nx
 import numpy as np
 
-from ..domain import Domain
-from .cache import MarginalCache, Progress
-from .mi import pairwise_mi
+from lopub.data.domain import Domain
+from lopub.dependency.cache import MarginalCache, Progress
+from lopub.dependency.mi import pairwise_mi
 
 
 def check_phi(phi: float, name: str = "phi") -> float:
@@ -94,7 +94,7 @@ class DependencyGraph:
 
         They are dependencies the data show but that neither the model nor the
         synthetic release contains (``stats['dropped_for_budget']``, set by
-        :func:`lopub.pipeline.dependency`).
+        :func:`lopub.pipeline.steps.dependency`).
         """
         gone = {frozenset(e) for e in self.stats.get("dropped_for_budget", [])}
         return [e for e in self.edges if frozenset(e) in gone]

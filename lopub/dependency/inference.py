@@ -20,10 +20,10 @@ from typing import Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-from ..domain import Domain
-from ..errors import BudgetError
-from ..marginal import Marginal
-from .junction import JunctionTree
+from lopub.data.domain import Domain
+from lopub.errors import BudgetError
+from lopub.data.marginal import Marginal
+from lopub.dependency.junction import JunctionTree
 
 Factor = tuple[np.ndarray, list[str]]
 

@@ -33,10 +33,10 @@ from typing import Any, Callable
 
 import networkx as nx
 
-from .._util import check_int
-from ..domain import Domain
-from ..errors import BudgetError
-from ..formats.tree import tree_from_dict, tree_to_dict
+from lopub._util import check_int
+from lopub.data.domain import Domain
+from lopub.errors import BudgetError
+from lopub.dependency.tree_format import tree_from_dict, tree_to_dict
 
 HEURISTICS = ("min-fill", "min-size")
 
@@ -85,7 +85,7 @@ class JunctionTree:
         return t
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``junction_tree`` JSON object of a model file (see :mod:`lopub.formats.tree`)."""
+        """The ``junction_tree`` JSON object of a model file (see :mod:`lopub.dependency.tree_format`)."""
         return tree_to_dict(self)
 
     @classmethod
@@ -97,7 +97,7 @@ class JunctionTree:
         ------
         ValueError
             Naming the field (``name.edges[2]``...), its value and what was
-            expected (see :func:`lopub.formats.tree.tree_from_dict`).
+            expected (see :func:`lopub.dependency.tree_format.tree_from_dict`).
         """
         return tree_from_dict(cls, obj, domain, name=name)
 

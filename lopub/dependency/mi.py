@@ -17,9 +17,9 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.stats import chi2
 
-from ..marginal import Marginal
-from ..measurement import Measurement
-from .cache import MarginalCache, Progress
+from lopub.data.marginal import Marginal
+from lopub.estimate.measurement import Measurement
+from lopub.dependency.cache import MarginalCache, Progress
 
 
 def entropy(p: Marginal | np.ndarray) -> float:
@@ -92,7 +92,7 @@ def table_variance(m: Any, n: int | None, null: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray | None, str]:
     """(table, per-cell variance or None if exact, variance source) of a marginal.
 
-    A :class:`~lopub.measurement.Measurement` gives its unbiased ``estimate``
+    A :class:`~lopub.estimate.measurement.Measurement` gives its unbiased ``estimate``
     and its ``variance`` (source ``"measurement"``).  A plain table with a
     record count (``n``, else its own ``n``) gets the multinomial sampling
     variance ``p0 (1 - p0) / n`` of the null table ``null`` (default: the

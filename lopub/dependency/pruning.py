@@ -27,9 +27,9 @@ import math
 
 import numpy as np
 
-from .cache import MarginalCache, Progress
-from .graph import DependencyGraph, build_graph, check_phi, passes_tau, threshold_matrix
-from .mi import entropy, pairwise_mi
+from lopub.dependency.cache import MarginalCache, Progress
+from lopub.dependency.graph import DependencyGraph, build_graph, check_phi, passes_tau, threshold_matrix
+from lopub.dependency.mi import entropy, pairwise_mi
 
 VARIANTS = ("auto", "nonbinary", "binary")
 

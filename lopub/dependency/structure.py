@@ -82,12 +82,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .cache import MarginalCache, Progress
-from .graph import (STRUCTURES, TEST_KEYS, DependencyGraph, build_graph, check_phi, dependency_graph,
+from lopub.dependency.cache import MarginalCache, Progress
+from lopub.dependency.graph import (STRUCTURES, TEST_KEYS, DependencyGraph, build_graph, check_phi, dependency_graph,
                     threshold_matrix)
-from .junction import junction_tree
-from .mi import null_residual_variance, pair_tests, pairwise_mi, residual_test, table_variance
-from .pruning import pruned_dependency_graph
+from lopub.dependency.junction import junction_tree
+from lopub.dependency.mi import null_residual_variance, pair_tests, pairwise_mi, residual_test, table_variance
+from lopub.dependency.pruning import pruned_dependency_graph
 
 CORRECTIONS = ("holm", "bonferroni")
 _OPTIONS = {"phi": {"prune": False, "variant": "auto", "rank": "entropy", "rounding": "floor"},

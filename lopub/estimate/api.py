@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..measurement import Measurement
-from ..reports import Reports
-from .base import BloomEstimator
-from .cache import AttributeCache
-from .options import DEFAULT_BUDGET
-from .registry import REGISTRY, all_options, check_method, create
+from lopub.estimate.measurement import Measurement
+from lopub.reports.bloom import Reports
+from lopub.estimate.base import BloomEstimator
+from lopub.estimate.cache import AttributeCache
+from lopub.estimate.options import DEFAULT_BUDGET
+from lopub.estimate.registry import REGISTRY, all_options, check_method, create
 
 __all__ = ["DEFAULT_BUDGET", "Estimator", "estimate"]
 
@@ -55,10 +55,10 @@ def Estimator(reports: Reports, method: str = "em", *, cache: AttributeCache | N
     Returns
     -------
     BloomEstimator
-        ``marginal(attrs)`` returns a :class:`~lopub.measurement.Measurement`.
+        ``marginal(attrs)`` returns a :class:`~lopub.estimate.measurement.Measurement`.
     """
     if not isinstance(reports, Reports):
-        raise TypeError(f"reports must be a lopub.reports.Reports, got {type(reports).__name__}")
+        raise TypeError(f"reports must be a lopub.reports.bloom.Reports, got {type(reports).__name__}")
     check_method(method)
     return create(method, reports, cache=cache, progress=progress, **_split(method, options))
 

@@ -6,26 +6,25 @@ A subclass declares ``method`` (its registered name), ``Options`` (a
 ``_table_bytes(sizes, bits)``; :class:`BloomEstimator` does the rest:
 checks the attributes and the memory budget before any work, caches results by
 attribute set (a permutation is a transpose), post-processes and wraps the
-result in a :class:`~lopub.measurement.Measurement`.
+result in a :class:`~lopub.estimate.measurement.Measurement`.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
-from ..domain import Domain
-from ..errors import BudgetError
-from ..measurement import Measurement
-from ..postprocess import postprocess
-from ..reports import Reports
-from .cache import AttributeCache
-from .em import KwayData
-from .options import Options
-from .parallel import likelihoods, map_sets, plan_rounds, resolve_jobs
+from lopub.data.domain import Domain
+from lopub.errors import BudgetError
+from lopub.estimate.measurement import Measurement
+from lopub.estimate.postprocess import postprocess
+from lopub.reports.bloom import Reports
+from lopub.estimate.cache import AttributeCache
+from lopub.estimate.em import KwayData
+from lopub.estimate.options import Options
+from lopub.estimate.parallel import likelihoods, map_sets, plan_rounds, resolve_jobs, single_thread_blas  # noqa: F401
 
 #: Users per E-step chunk at most: a chunk's likelihood rows and temporaries
 #: (a few MB) stay in the processor cache between the chunk's products, which
@@ -58,7 +57,7 @@ class BloomEstimator:
     def __init__(self, reports: Reports, *, cache: AttributeCache | None = None,
                  progress: Callable[[int, int], Any] | None = None, **options: Any) -> None:
         if not isinstance(reports, Reports):
-            raise TypeError(f"reports must be a lopub.reports.Reports, got {type(reports).__name__}")
+            raise TypeError(f"reports must be a lopub.reports.bloom.Reports, got {type(reports).__name__}")
         self.options = self.Options.create(**options)
         if cache is None:  # what the reports and the workers' chunks leave of the budget
             free = self.options.memory_budget - reports.nbytes
@@ -311,27 +310,6 @@ class BloomEstimator:
     def _kway(self, mats: Sequence[np.ndarray], attrs: Sequence[str]) -> KwayData:
         return KwayData(mats, self._chunk(attrs), self.options.memory_budget // 4)
 
-    def sandwich_variance(self, attrs: Sequence[str]) -> np.ndarray:
-        """Per-cell sandwich variance of the moment estimate of ``attrs``, from streaming sums.
-
-        The same quantity as ``moment_variance(attrs)[1]`` computed without
-        any ``n x |O_j|`` array (:mod:`.moment_stats`), shared by the sets of
-        one session (one pass over the reports for all pairs).
-        """
-        return self._companion().moment_variance(attrs)[1]
-
-    def _companion(self):
-        """The moment estimator whose sums over users give the sandwich variances."""
-        if getattr(self, "_moment", None) is None:
-            from .moment_estimator import MomentEstimator
-
-            o = self.options
-            self._moment = MomentEstimator(
-                self.reports, cache=self.cache, jobs=o.jobs, memory_budget=o.memory_budget,
-                chunk_size=o.chunk_size, scheduler=getattr(o, "scheduler", None),
-                reports_path=getattr(o, "reports_path", None))
-        return self._moment
-
     def moment_variance(self, attrs: Sequence[str], design: str = "centered") -> tuple[np.ndarray, np.ndarray]:
         """Unconstrained moment estimate of ``attrs`` and its per-cell (sandwich) variance.
 
@@ -347,18 +325,3 @@ class BloomEstimator:
             second += KwayData(part, step, 0).moment() * len(part[0])
         second /= self.n
         return p_ols, np.maximum(second - p_ols**2, 0.0) / self.n
-
-
-_CONTROLLER = None
-
-
-def single_thread_blas():
-    """One BLAS thread: the E-step's tall-skinny products are 5-50x slower multithreaded."""
-    global _CONTROLLER
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - shipped with scikit-learn
-        return contextlib.nullcontext()
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")

@@ -15,10 +15,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..reports import Reports
-from . import lasso as _lasso
-from . import moment as _moment
-from .likelihood import AttributeLikelihood, attribute_likelihood
+from lopub.reports.bloom import Reports
+from lopub.estimate import lasso as _lasso
+from lopub.estimate import moment as _moment
+from lopub.estimate.likelihood import AttributeLikelihood, attribute_likelihood
 
 
 class AttributeCache:
@@ -34,7 +34,7 @@ class AttributeCache:
 
     def __init__(self, reports: Reports, memory_budget: int = 1024**3) -> None:
         if not isinstance(reports, Reports):
-            raise TypeError(f"reports must be a lopub.reports.Reports, got {type(reports).__name__}")
+            raise TypeError(f"reports must be a lopub.reports.bloom.Reports, got {type(reports).__name__}")
         if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer)) \
                 or memory_budget < 1:
             raise ValueError(f"memory_budget ({memory_budget!r}) must be an integer >= 1 (bytes)")

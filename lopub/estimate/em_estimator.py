@@ -23,11 +23,11 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..marginal import Marginal
-from .base import BloomEstimator
-from .em import STOP_RULES, TINY, KwayData, em_joint, khatri_rao, uniform
-from .likelihood import attribute_likelihood
-from .options import Options, anything, flag, integer, one_of, option, scheduler_options
+from lopub.data.marginal import Marginal
+from lopub.estimate.sandwich import SandwichVariance
+from lopub.estimate.em import STOP_RULES, TINY, KwayData, em_joint, khatri_rao, uniform
+from lopub.estimate.likelihood import attribute_likelihood
+from lopub.estimate.options import Options, anything, flag, integer, one_of, option, scheduler_options
 
 FULL_INFORMATION_CELLS = 512
 INFORMATION_USERS = 16384  # users summed for the information (a strided subset beyond)
@@ -92,7 +92,7 @@ def simplex_covariance(info: np.ndarray) -> np.ndarray:
     return np.maximum(np.einsum("ij,jk,ik->i", basis, inner, basis), 0.0)
 
 
-class EMEstimator(BloomEstimator):
+class EMEstimator(SandwichVariance):
     """Maximum likelihood by EM (corrected Alg. 1), SQUAREM-accelerated; any k.
 
     Options (:class:`EMOptions`): ``postprocess`` ("clip"), ``tol`` (1e-6),
@@ -145,7 +145,7 @@ class EMEstimator(BloomEstimator):
 
     def _dask(self):
         if getattr(self, "_dask_liks", None) is None:
-            from ..distributed import DaskLikelihoods
+            from lopub.estimate.distributed import DaskLikelihoods
 
             self._dask_liks = DaskLikelihoods(self.reports, self.options.scheduler,
                                               self.options.reports_path, self._chunk_fixed())

@@ -16,14 +16,14 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-from ..postprocess import postprocess
-from . import hybrid as _hybrid
-from . import lasso as _lasso
-from . import moment as _moment
-from .em_estimator import EMCoreOptions, EMEstimator
-from .lasso_estimator import LassoEstimator, lasso_bytes
-from .moment_estimator import MomentEstimator
-from .options import one_of, option, positive, real
+from lopub.estimate.postprocess import postprocess
+from lopub.estimate import hybrid as _hybrid
+from lopub.estimate import lasso as _lasso
+from lopub.estimate import moment as _moment
+from lopub.estimate.em_estimator import EMCoreOptions, EMEstimator
+from lopub.estimate.lasso_estimator import LassoEstimator, lasso_bytes
+from lopub.estimate.moment_estimator import MomentEstimator
+from lopub.estimate.options import one_of, option, positive, real
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from ..reports import Reports
+from lopub.reports.bloom import Reports
 
 DEFAULT_ALPHA = 1e-6
 

@@ -6,7 +6,7 @@ it cannot identify from per-attribute counts).
 
 - k = 1 (``"moment-sandwich-approximation"``): the variance of the unbiased
   moment estimator from the same reports (the sandwich variance of the mean
-  projected bits, :meth:`~.base.BloomEstimator.sandwich_variance`); the Lasso
+  projected bits, :meth:`~.sandwich.SandwichVariance.sandwich_variance`); the Lasso
   regresses the same debiased bit counts on the same Bloom filters with a
   vanishing penalty, so the two agree to first order.
 - k >= 2 (``"range-bound"``): the regressed counts only fix the one-way
@@ -24,9 +24,9 @@ from typing import Sequence
 
 import numpy as np
 
-from . import lasso as _lasso
-from .base import BloomEstimator
-from .options import Options, option, real
+from lopub.estimate import lasso as _lasso
+from lopub.estimate.sandwich import SandwichVariance
+from lopub.estimate.options import Options, option, real
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,7 @@ def lasso_bytes(cells: int, bits: int) -> int:
     return 8 * cells * (3 * bits + 12)
 
 
-class LassoEstimator(BloomEstimator):
+class LassoEstimator(SandwichVariance):
     """Alg. 2: positive Lasso of debiased bit shares on the cells' Bloom filters.
 
     For k >= 2 it only sees the one-way marginals, so its joint is a sparse

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..reports import Reports
+from lopub.reports.bloom import Reports
 
 
 @dataclass(frozen=True)

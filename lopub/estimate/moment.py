@@ -86,8 +86,8 @@ import math
 import numpy as np
 from scipy.special import chdtri
 
-from ..reports import Reports
-from ..postprocess import project_simplex
+from lopub.reports.bloom import Reports
+from lopub.estimate.postprocess import project_simplex
 
 DESIGNS = ("centered", "raw")
 SHRINKS = ("js", "global", "none")

@@ -13,7 +13,7 @@ simplex-constrained fit (shrinkage and the constraint only reduce spread).
 Everything is computed from sums over users (:mod:`.moment_stats`) in
 streaming passes over chunks of reports -- one pass gives every one-way and
 pairwise statistic -- on ``jobs`` processes or, with ``scheduler``, on a Dask
-cluster (:mod:`lopub.distributed`).
+cluster (:mod:`lopub.estimate.distributed`).
 """
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import moment as _moment
-from . import moment_stats as _stats
-from .base import BloomEstimator
-from .options import Options, integer, one_of, option, real, scheduler_options
-from .parallel import map_chunks, map_sets, resolve_jobs
+from lopub.estimate import moment as _moment
+from lopub.estimate import moment_stats as _stats
+from lopub.estimate.base import BloomEstimator
+from lopub.estimate.options import Options, integer, one_of, option, real, scheduler_options
+from lopub.estimate.parallel import map_chunks, map_sets, resolve_jobs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +105,7 @@ class MomentEstimator(BloomEstimator):
 
     def _sum(self, fn, chunk: int, jobs: int, per_job: int, progress, stage: str) -> dict:
         if self.options.scheduler is not None:
-            from ..distributed import dask_chunk_sums
+            from lopub.estimate.distributed import dask_chunk_sums
 
             return dask_chunk_sums(self.reports, fn, chunk, self.options.scheduler,
                                    path=self.options.reports_path)

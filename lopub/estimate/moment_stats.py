@@ -30,9 +30,9 @@ from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
-from ..spec import CollectionSpec
-from .em import khatri_rao
-from .moment import DESIGNS, design_matrix, kron_apply
+from lopub.reports.spec import CollectionSpec
+from lopub.estimate.em import khatri_rao
+from lopub.estimate.moment import DESIGNS, design_matrix, kron_apply
 
 PAIR_CHUNK = 16384  # users per chunk of the pairwise pass (results do not depend on jobs)
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..postprocess import POSTPROCESS
+from lopub.estimate.postprocess import POSTPROCESS
 
 
 DEFAULT_BUDGET = 2 * 1024**3

@@ -13,12 +13,13 @@ Two kinds of parallel work, both giving results identical to the serial run:
   by the caller, so the result does not depend on the number of workers.
 
 Each worker keeps linear algebra to one thread (see
-:func:`~.base.single_thread_blas`), so ``jobs`` processes use ``jobs`` cores.
+:func:`single_thread_blas`), so ``jobs`` processes use ``jobs`` cores.
 Where ``fork`` is unavailable (Windows, macOS default) everything runs
 serially.
 """
 from __future__ import annotations
 
+import contextlib
 import mmap
 import multiprocessing
 import os
@@ -74,7 +75,6 @@ def map_sets(measure: Callable[[tuple[str, ...]], Any], keys: Sequence[tuple[str
 
 
 def _run_chunk(bounds: tuple[int, int]):
-    from .base import single_thread_blas
 
     a, b = bounds
     with single_thread_blas():
@@ -87,7 +87,6 @@ def map_chunks(reports: Any, fn: Callable, chunk: int, jobs: int,
     bounds = [(a, min(a + chunk, reports.n)) for a in range(0, reports.n, chunk)]
     out: list = []
     if jobs <= 1 or len(bounds) <= 1 or not can_fork():
-        from .base import single_thread_blas
 
         with single_thread_blas():
             for i, (a, b) in enumerate(bounds):  # chunks of users
@@ -117,8 +116,7 @@ def shared_array(shape: tuple[int, ...]) -> Any:
 
 
 def _run_likelihood(attr: str):
-    from .base import single_thread_blas
-    from .likelihood import attribute_likelihood
+    from lopub.estimate.likelihood import attribute_likelihood
 
     with single_thread_blas():
         lik = attribute_likelihood(_STATE["reports"], attr, out=_STATE["buffers"][attr])
@@ -133,7 +131,7 @@ def likelihoods(reports: Any, attrs: Sequence[str], jobs: int,
     same code fills it), written by a worker straight into memory the parent
     keeps; nothing is copied back.
     """
-    from .likelihood import AttributeLikelihood, attribute_likelihood
+    from lopub.estimate.likelihood import AttributeLikelihood, attribute_likelihood
 
     if jobs <= 1 or len(attrs) <= 1 or not can_fork():
         out = {}
@@ -202,3 +200,18 @@ def plan_rounds(keys: Sequence[tuple[str, ...]], attr_bytes: dict[str, int],
         for k in [k for k in todo if set(k) & set(block)]:  # wider sets: alone
             take(list(k))
     return rounds
+
+
+_CONTROLLER = None
+
+
+def single_thread_blas():
+    """One BLAS thread: the E-step's tall-skinny products are 5-50x slower multithreaded."""
+    global _CONTROLLER
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - shipped with scikit-learn
+        return contextlib.nullcontext()
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")

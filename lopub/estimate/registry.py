@@ -1,6 +1,6 @@
 """The one registry of Bloom-report estimators: name -> class and fixed options.
 
-The command line, :func:`lopub.pipeline.fit`, the :class:`~.api.Estimator`
+The command line, :func:`lopub.pipeline.steps.fit`, the :class:`~.api.Estimator`
 facade and the docs all list :data:`METHODS` and read defaults from here.
 ``"hybrid-lasso"`` is a registered alias: :class:`HybridEstimator` with
 ``support="lasso"``.
@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..reports import Reports
-from .base import BloomEstimator
-from .em_estimator import EMEstimator
-from .hybrid_estimator import HybridEstimator
-from .lasso_estimator import LassoEstimator
-from .moment_estimator import MomentEstimator
+from lopub.reports.bloom import Reports
+from lopub.estimate.base import BloomEstimator
+from lopub.estimate.em_estimator import EMEstimator
+from lopub.estimate.hybrid_estimator import HybridEstimator
+from lopub.estimate.lasso_estimator import LassoEstimator
+from lopub.estimate.moment_estimator import MomentEstimator
 
 
 @dataclass(frozen=True)

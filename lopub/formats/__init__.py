@@ -6,12 +6,12 @@ One module per format; the data classes keep thin ``to_dict``/``from_dict``/
 ============================  ====================================  ===========================================
 format                        module                                JSON Schema (package data)
 ============================  ====================================  ===========================================
-``lopub-domain`` v1           :mod:`lopub.formats.domain`           ``jsonschema/domain.schema.json``
-``lopub-spec`` v1             :mod:`lopub.formats.spec`             ``jsonschema/spec.schema.json``
-``lopub-reports`` v1          :mod:`lopub.formats.reports`          ``jsonschema/reports-metadata.schema.json``
-``lopub-reports-dataset`` v1  :mod:`lopub.formats.reports_dataset`  ``jsonschema/reports-dataset.schema.json``
-``lopub-model`` v1            :mod:`lopub.formats.model`            ``jsonschema/model.schema.json``
-(junction tree)               :mod:`lopub.formats.tree`             ``$defs/junction_tree`` of the model schema
+``lopub-domain`` v1           :mod:`lopub.data.domain`           ``jsonschema/domain.schema.json``
+``lopub-spec`` v1             :mod:`lopub.reports.spec`             ``jsonschema/spec.schema.json``
+``lopub-reports`` v1          :mod:`lopub.reports.parquet`          ``jsonschema/reports-metadata.schema.json``
+``lopub-reports-dataset`` v1  :mod:`lopub.reports.folder`  ``jsonschema/reports-dataset.schema.json``
+``lopub-model`` v1            :mod:`lopub.model.format`            ``jsonschema/model.schema.json``
+(junction tree)               :mod:`lopub.dependency.tree_format`             ``$defs/junction_tree`` of the model schema
 ============================  ====================================  ===========================================
 
 The schemas (JSON Schema draft 2020-12) describe the documents lopub writes

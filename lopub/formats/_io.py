@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-from ..io import atomic_path, atomic_write_text
+from lopub.io import atomic_path, atomic_write_text
 
 GZIP_MAGIC = b"\x1f\x8b"
 

@@ -13,7 +13,7 @@ Interfaces (:mod:`lopub.oracles.protocol`): every single-attribute mechanism
 above is a :class:`FrequencyOracle` (perturb, aggregate, estimate, variance,
 params, transition_matrix, measure); SPL, SMP and ALLOMFREE are
 :class:`MultiAttributeProtocol` schemes.  ``measure`` returns
-:class:`lopub.measurement.Measurement` objects (:mod:`lopub.oracles.measure`).
+:class:`lopub.estimate.measurement.Measurement` objects (:mod:`lopub.oracles.measure`).
 
 References
 ----------
@@ -35,7 +35,7 @@ from lopub.oracles.longitudinal import LGRR, LOSUE, LOUE, LSUE, make_longitudina
 from lopub.oracles.memo import DeviceClient, MemoFleet, new_secret
 from lopub.oracles.multidim import SMP, SPL, SampledReports
 from lopub.oracles.oneshot import BLH, GRR, OLH, OUE, SUE, make_oracle
-from lopub.postprocess import Postprocessed as Estimate, postprocess
+from lopub.estimate.postprocess import Postprocessed as Estimate, postprocess
 from lopub.oracles.protocol import FrequencyOracle, MultiAttributeProtocol
 
 __all__ = [

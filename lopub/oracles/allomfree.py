@@ -150,7 +150,7 @@ class Allomfree:
 
     def measure(self, reports: SampledReports, *, domain: Any = None,
                 postprocess: str = "norm-sub") -> list:
-        """One :class:`~lopub.measurement.Measurement` per attribute with reports
+        """One :class:`~lopub.estimate.measurement.Measurement` per attribute with reports
         (exact variance at ``n_j`` plus the sampling term, as for
         :meth:`lopub.oracles.multidim.SMP.measure`)."""
         return measure_sampled(self.protocols, reports, domain, postprocess)

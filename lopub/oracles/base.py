@@ -222,7 +222,7 @@ class SupportOracle(MeasureMixin):
     def estimate(self, reports: Any) -> np.ndarray:
         """Unbiased (raw, unclipped) frequency estimate from reports.
 
-        Use :func:`lopub.postprocess.postprocess` to make it a
+        Use :func:`lopub.estimate.postprocess.postprocess` to make it a
         distribution.
         """
         return self.estimate_from_counts(self.aggregate(reports), self.n_reports(reports))

@@ -3,11 +3,11 @@
 Every :class:`~lopub.oracles.protocol.FrequencyOracle` answers
 ``measure(reports, domain=None, postprocess="norm-sub")`` and
 ``measure_counts(counts, n, ...)`` with a one-way
-:class:`~lopub.measurement.Measurement`:
+:class:`~lopub.estimate.measurement.Measurement`:
 
 * ``raw``: the oracle's estimate before post-processing (unbiased for the
   support-count and ``"invert"`` estimators);
-* ``values``: ``raw`` post-processed (:func:`lopub.postprocess.postprocess`);
+* ``values``: ``raw`` post-processed (:func:`lopub.estimate.postprocess.postprocess`);
 * ``variance``: the oracle's analytic per-value variance of ``raw``,
   ``oracle.variance(n, f)`` evaluated at ``f = values`` (a distribution,
   where the exact fixed-dataset variance is defined); ``provenance
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from lopub.domain import Domain
-from lopub.measurement import Measurement
-from lopub.postprocess import postprocess as _postprocess
+from lopub.data.domain import Domain
+from lopub.estimate.measurement import Measurement
+from lopub.estimate.postprocess import postprocess as _postprocess
 
 
 def one_way_domain(k: int, domain: Any = None, name: str = "x") -> Domain:

@@ -200,7 +200,7 @@ class SPL:
 
     def measure(self, reports: Any, *, domain: Any = None,
                 postprocess: str = "norm-sub") -> list:
-        """One :class:`~lopub.measurement.Measurement` per attribute (see
+        """One :class:`~lopub.estimate.measurement.Measurement` per attribute (see
         :mod:`lopub.oracles.measure`); ``domain`` defaults to ``x0 ... x{d-1}``."""
         n = [o.n_reports(r) for o, r in zip(self.oracles, reports)]
         return measure_per_attr(self.oracles, self.estimate(reports), n, max(n), domain,
@@ -311,7 +311,7 @@ class SMP:
 
     def measure(self, reports: SampledReports, *, domain: Any = None,
                 postprocess: str = "norm-sub") -> list:
-        """One :class:`~lopub.measurement.Measurement` per attribute with reports.
+        """One :class:`~lopub.estimate.measurement.Measurement` per attribute with reports.
 
         Attribute ``j``'s variance is its oracle's exact variance at ``n_j``
         plus the sampling term ``f (1 - f) (1 / n_j - 1 / n)``, both at the

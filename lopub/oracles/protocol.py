@@ -11,7 +11,7 @@ channel).  One frozen-parameter object serves both sides:
   (support counts for the support-count oracles, output counts or summed
   posteriors for LIP), ``estimate_from_counts(statistic, n)`` -> frequencies,
   ``estimate(reports)`` = both in one call, ``measure(reports)`` -> a
-  :class:`~lopub.measurement.Measurement`;
+  :class:`~lopub.estimate.measurement.Measurement`;
 * analysis: ``variance(n, f=None)`` (analytic, per value; ``f`` the true
   frequencies where the variance depends on them), ``transition_matrix()``
   (the channel ``P(y | x)``), ``params()`` (JSON-serializable parameters,
@@ -37,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from lopub.measurement import Measurement
+from lopub.estimate.measurement import Measurement
 
 
 @runtime_checkable
@@ -77,7 +77,7 @@ class FrequencyOracle(Protocol):
 
     def measure(self, reports: Any, *, domain: Any = None,
                 postprocess: str = "norm-sub") -> Measurement:
-        """Server: the estimate as a :class:`~lopub.measurement.Measurement`."""
+        """Server: the estimate as a :class:`~lopub.estimate.measurement.Measurement`."""
 
     def measure_counts(self, counts: Any, n: int, *, domain: Any = None,
                        postprocess: str = "norm-sub") -> Measurement:
@@ -109,4 +109,4 @@ class MultiAttributeProtocol(Protocol):
 
     def measure(self, reports: Any, *, domain: Any = None,
                 postprocess: str = "norm-sub") -> list:
-        """Server: one :class:`~lopub.measurement.Measurement` per attribute."""
+        """Server: one :class:`~lopub.estimate.measurement.Measurement` per attribute."""

@@ -39,7 +39,7 @@ def identify(reports, method: str, phi: float, truth) -> dict:
     """Estimated dependency graph of one estimator and its agreement with ``truth``."""
     from lopub.dependency.cache import MarginalCache
     from lopub.dependency.graph import dependency_graph
-    from lopub.evaluate import correlation_identification
+    from lopub.publish.evaluate import correlation_identification
 
     t0 = time.perf_counter()
     g = dependency_graph(MarginalCache(runner.make_estimator(reports, method)), phi)

@@ -100,8 +100,8 @@ def baselines(train, test) -> dict[str, dict[str, dict[str, float]]]:
 def releases(train, f: float, methods, phi: float, seed: int, independent: bool, budget: int):
     """Yield (label, synthetic Dataset, fit seconds, edges) per method, plus the independence release."""
     from lopub.dependency import MarginalCache
-    from lopub.pipeline import fit, independence_model
-    from lopub.synthesize import sample_codes
+    from lopub.pipeline.steps import fit, independence_model
+    from lopub.publish.synthesize import sample_codes
 
     reports = runner.encode(train, f, runner.seed_for(seed, "encode-train", f))
     for m in methods:
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     p = runner.base_parser(NAME, __doc__.splitlines()[0], methods=runner.METHODS)
     p.add_argument("--trees", type=int, default=50, help="random forest size (fixed, not tuned)")
     p.add_argument("--clique-budget", type=int, default=50000,
-                   help="largest clique joint in cells (lopub.pipeline.fit; its default is 50,000)")
+                   help="largest clique joint in cells (lopub.pipeline.steps.fit; its default is 50,000)")
     p.add_argument("--max-train", type=int, default=20000,
                    help="classifiers see at most this many (seeded) training records")
     args = p.parse_args(argv)

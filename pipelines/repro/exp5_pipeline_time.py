@@ -2,7 +2,7 @@
 
 For each dataset, sampling and f the records are encoded once (encoding is
 the users' work and timed separately); then per estimator the server side is
-run end to end: :func:`lopub.pipeline.fit` (one-way and pairwise joints, MI,
+run end to end: :func:`lopub.pipeline.steps.fit` (one-way and pairwise joints, MI,
 dependency graph at the dataset's phi, junction tree, clique joints) and the
 synthesis of a release of the same size (Alg. 6).  The log keeps the seconds
 of every stage reported by ``fit`` plus synthesis and total.
@@ -29,8 +29,8 @@ KEY = ("dataset", "sampling", "f", "method", "prune")
 
 def time_pipeline(reports, method: str, phi: float, prune: bool, seed: int) -> dict:
     """Fit + synthesize once; seconds per stage and the model size."""
-    from lopub.pipeline import fit
-    from lopub.synthesize import sample_codes
+    from lopub.pipeline.steps import fit
+    from lopub.publish.synthesize import sample_codes
 
     t0 = time.perf_counter()
     res = fit(reports, estimator=runner.make_estimator(reports, method), phi=phi, prune=prune,

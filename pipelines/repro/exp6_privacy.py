@@ -3,7 +3,7 @@
 LoPub Eq. 8: one attribute's Bloom filter with h hash functions and flip
 probability f is 2 h ln((2 - f) / f)-LDP; a record of d attributes is the
 sum over its attributes.  With the paper's h = 4 this is computed from the
-actual :class:`~lopub.spec.CollectionSpec` of each dataset and f (the same
+actual :class:`~lopub.reports.spec.CollectionSpec` of each dataset and f (the same
 specs the other experiments encode with), written as ``privacy.csv`` and
 plotted.  Every other experiment also writes its own ``privacy.csv`` and
 prints the figures under each plot.

@@ -241,7 +241,7 @@ EXP3_DISCUSSION = """\
   {deps_without_retail_full_data_0_3} without, {deps_with_retail_full_data_0_3} with)."""
 
 EXP4_INTRO = """\
-The training split is encoded, a LoPub model is fitted (`lopub.pipeline.fit`,
+The training split is encoded, a LoPub model is fitted (`lopub.pipeline.steps.fit`,
 phi as in experiment 2, no pruning) and a release of the training split's size
 is sampled (Alg. 6).  Classifiers trained on the release are scored on the
 real test split: a linear SVM (one-hot features) for every binary attribute,
@@ -304,7 +304,7 @@ EXP5_INTRO = """\
 Server-side time of the whole pipeline, with the paper's sampling (10 % of
 Adult, 50 % of retail) and on all records, for every f: estimation of the
 one-way and pairwise joints, MI and the dependency graph, junction tree,
-clique joints (`lopub.pipeline.fit`), then synthesis of a release of the same
+clique joints (`lopub.pipeline.steps.fit`), then synthesis of a release of the same
 size.  Encoding (the users' work) is logged separately (`encode_seconds`).
 Times are wall-clock seconds on a shared 2-core machine with other jobs
 running, so treat them as orders of magnitude."""

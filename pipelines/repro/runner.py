@@ -47,9 +47,9 @@ import pandas as pd  # noqa: E402
 # paper's Lasso imports it lazily and its first call would otherwise look 100x slower).
 import sklearn.linear_model  # noqa: E402,F401
 
-from lopub.dataset import Dataset  # noqa: E402
+from lopub.data.dataset import Dataset  # noqa: E402
 from lopub.io import atomic_path, atomic_write_text  # noqa: E402
-from lopub.spec import CollectionSpec  # noqa: E402
+from lopub.reports.spec import CollectionSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from lopub.client.encode import encode
-from lopub.dataset import Dataset
-from lopub.domain import Domain
-from lopub.spec import CollectionSpec
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
+from lopub.reports.spec import CollectionSpec
 
 PATH = Path(__file__).with_name("estimate_reference.npz")
 STREAM_PATH = Path(__file__).with_name("estimate_reference_moment_stream.npz")

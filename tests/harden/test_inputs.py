@@ -8,9 +8,9 @@ import pytest
 from lopub.client import encode
 from lopub.datasets import embedded
 from lopub.estimate import estimate
-from lopub.postprocess import project_simplex
-from lopub.reports import Reports
-from lopub.spec import CollectionSpec
+from lopub.estimate.postprocess import project_simplex
+from lopub.reports.bloom import Reports
+from lopub.reports.spec import CollectionSpec
 
 from .conftest import run_cli
 
@@ -41,7 +41,7 @@ def test_compare_protocols_refuses_bad_settings(capsys, option, value, words):
 
 
 def test_compare_refuses_more_than_the_simulation_limit_and_runs_up_to_it():
-    from lopub.oracles.compare import MAX_SIMULATED_REPORTS, check_work
+    from lopub.collect.compare import MAX_SIMULATED_REPORTS, check_work
 
     n, n_eps, n_prot = 1000, 2, 5
     most = MAX_SIMULATED_REPORTS // (n * n_eps * n_prot)
@@ -51,7 +51,7 @@ def test_compare_refuses_more_than_the_simulation_limit_and_runs_up_to_it():
 
 
 def test_compare_library_checks_runs_and_ratio():
-    from lopub.oracles.compare import compare
+    from lopub.collect.compare import compare
 
     codes, sizes = np.zeros((10, 1), dtype=int), [2]
     for kwargs, words in [({"runs": 0}, "runs (0)"), ({"eps1_ratio": 1.5}, "eps1_ratio (1.5)")]:
@@ -155,7 +155,7 @@ def test_disk_full_names_the_output(files, tmp_path, capsys, monkeypatch):
     def full(df, path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("lopub.synthesize.write_release", full)
+    monkeypatch.setattr("lopub.publish.synthesize.write_release", full)
     out = tmp_path / "s.csv"
     code, err = run_cli(["synthesize", files["m.json"], "--n", "5", "--out", out], capsys)
     clear(code, err, f"cannot write --out {out}: No space left on device")

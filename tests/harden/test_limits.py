@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lopub import privacy
+from lopub.reports import privacy
 from lopub.limits import ResourceLimitError, check_memory, format_bytes, memory_limit
 
 from .conftest import run_cli

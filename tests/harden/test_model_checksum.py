@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from lopub.formats.model import ModelFormatError
-from lopub.model import Model
+from lopub.model.format import ModelFormatError
+from lopub.model.graphical import Model
 
 
 def test_model_has_a_checksum_and_loads(files):

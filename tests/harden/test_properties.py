@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from lopub.cli.oracle_files import load_reports
-from lopub.domain import Domain
+from lopub.data.domain import Domain
 from lopub.errors import DomainError, ReportsFormatError, SpecError
-from lopub.formats.model import ModelFormatError
-from lopub.model import Model
-from lopub.reports import Reports
-from lopub.spec import CollectionSpec
+from lopub.model.format import ModelFormatError
+from lopub.model.graphical import Model
+from lopub.reports.bloom import Reports
+from lopub.reports.spec import CollectionSpec
 
 from .conftest import run_cli
 

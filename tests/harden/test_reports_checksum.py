@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from lopub.errors import ReportsFormatError
-from lopub.formats.reports import read_metadata
-from lopub.reports import Reports
+from lopub.reports.parquet import read_metadata
+from lopub.reports.bloom import Reports
 
 from .conftest import run_cli
 

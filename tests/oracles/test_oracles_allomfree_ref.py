@@ -12,7 +12,7 @@ import pytest
 
 from lopub.oracles.allomfree import Allomfree
 from lopub.oracles.longitudinal import LGRR, LOSUE
-from lopub.postprocess import clip_normalize
+from lopub.estimate.postprocess import clip_normalize
 
 
 def _reference_rule(eps_perm, eps_1, k):

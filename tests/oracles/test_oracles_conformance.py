@@ -14,7 +14,7 @@ import pytest
 from oracle_cases import CLASS_CASES, MULTI, NOT_MECHANISMS, SINGLE, dataset, records
 
 import lopub.oracles as O
-from lopub.measurement import Measurement
+from lopub.estimate.measurement import Measurement
 from lopub.oracles.base import ldp_level
 from lopub.oracles.lip_channel import lip_level
 from lopub.oracles.oneshot import LocalHashing

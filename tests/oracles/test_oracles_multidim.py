@@ -134,7 +134,7 @@ def test_lgrr_variant_forwarded(cls):
 
 
 def test_compare_protocols_checked_and_defaults_complete():
-    from lopub.oracles.compare import DEFAULT_PROTOCOLS, check_protocols, compare
+    from lopub.collect.compare import DEFAULT_PROTOCOLS, check_protocols, compare
     assert check_protocols(DEFAULT_PROTOCOLS) == DEFAULT_PROTOCOLS
     for name in ("spl-sue", "spl-blh", "smp-blh", "smp-l-grr", "smp-l-osue"):
         assert name in DEFAULT_PROTOCOLS
@@ -146,7 +146,7 @@ def test_compare_protocols_checked_and_defaults_complete():
 
 
 def test_compare_lgrr_variant_changes_lgrr_only():
-    from lopub.oracles.compare import _oracle_scheme
+    from lopub.collect.compare import _oracle_scheme
     exact = _oracle_scheme("smp-l-grr", 1.0, (32,), 0.6, "exact")
     paper = _oracle_scheme("smp-l-grr", 1.0, (32,), 0.6)
     assert exact.oracles[0].variance(10_000) < 0.05 * paper.oracles[0].variance(10_000)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from lopub.postprocess import POSTPROCESS as METHODS, clip_normalize, norm_sub, postprocess, project_simplex
+from lopub.estimate.postprocess import POSTPROCESS as METHODS, clip_normalize, norm_sub, postprocess, project_simplex
 
 
 @pytest.mark.parametrize("method", ["clip", "norm-sub", "simplex"])

@@ -1,0 +1,297 @@
+"""Frozen attribute domain: the public schema shared by clients and server.
+
+A :class:`Domain` lists attribute names in order, each with its ordered
+category labels, and optionally the binning rule that maps a numeric column to
+those categories.  It is public knowledge: the schema file is the contract
+between every client and the server.
+
+JSON file format (``"format": "lopub-domain"``, ``"version": 1``): see
+:mod:`lopub.data.domain` and ``lopub/formats/jsonschema/domain.schema.json``.
+
+Binning rule: a numeric value x falls in bin i when ``edges[i] <= x < edges[i+1]``
+(the last bin also takes ``x == edges[-1]``); values outside the edges are an
+error, never silently clipped.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from lopub.errors import DomainError
+from lopub.formats import DOMAIN_FORMAT, DOMAIN_VERSION  # noqa: F401  (re-exported)
+from lopub.formats._io import dump_json, load_json
+
+
+@dataclass(frozen=True)
+class Binning:
+    """Bin edges for a numeric attribute (``edges[i] <= x < edges[i+1]``)."""
+
+    edges: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        edges = tuple(float(e) for e in self.edges)
+        if len(edges) < 2:
+            raise DomainError(f"binning edges ({list(edges)}) need at least 2 values")
+        if not all(np.isfinite(edges)) or any(b <= a for a, b in zip(edges, edges[1:])):
+            raise DomainError(f"binning edges ({list(edges)}) must be finite and strictly increasing")
+        object.__setattr__(self, "edges", edges)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Labels ``[a, b)`` per bin (last bin closed)."""
+        out = []
+        for i, (a, b) in enumerate(zip(self.edges, self.edges[1:])):
+            close = "]" if i == len(self.edges) - 2 else ")"
+            out.append(f"[{_fmt(a)}, {_fmt(b)}{close}")
+        return tuple(out)
+
+    def codes(self, values: np.ndarray, name: str) -> np.ndarray:
+        """Bin numeric ``values`` (1-D float array) into codes; error outside the edges."""
+        x = np.asarray(values, dtype=float)
+        e = np.asarray(self.edges)
+        bad = ~np.isfinite(x) | (x < e[0]) | (x > e[-1])
+        if bad.any():
+            v = x[np.argmax(bad)]
+            raise DomainError(
+                f"attribute {name!r}: value {v} is outside the binning edges "
+                f"[{_fmt(e[0])}, {_fmt(e[-1])}] ({int(bad.sum())} value(s) out of range)"
+            )
+        return np.clip(np.searchsorted(e, x, side="right") - 1, 0, len(e) - 2).astype(np.int64)
+
+    @staticmethod
+    def quantile(values: Sequence[float] | np.ndarray, bins: int) -> "Binning":
+        """Quantile edges computed once from ``values`` (duplicates merged)."""
+        x = np.asarray(values, dtype=float)
+        x = x[np.isfinite(x)]
+        if x.size == 0:
+            raise DomainError("cannot compute quantile bins from an empty column")
+        if bins < 1:
+            raise DomainError(f"bins ({bins}) must be >= 1")
+        edges = np.unique(np.quantile(x, np.linspace(0, 1, bins + 1)))
+        if edges.size < 2:
+            edges = np.array([edges[0], edges[0] + 1.0])
+        return Binning(tuple(edges))
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One attribute: a name, its ordered category labels, optional binning."""
+
+    name: str
+    categories: tuple[str, ...]
+    binning: Binning | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise DomainError(f"attribute name ({self.name!r}) must be a non-empty string")
+        cats = tuple(str(c) for c in self.categories)
+        if len(cats) == 0:
+            raise DomainError(f"attribute {self.name!r} has no categories")
+        if len(set(cats)) != len(cats):
+            dup = sorted({c for c in cats if cats.count(c) > 1})
+            raise DomainError(f"attribute {self.name!r} has duplicate categories {dup}")
+        if self.binning is not None and len(self.binning.labels) != len(cats):
+            raise DomainError(
+                f"attribute {self.name!r}: {len(cats)} categories but "
+                f"{len(self.binning.labels)} bins"
+            )
+        object.__setattr__(self, "categories", cats)
+
+    @property
+    def size(self) -> int:
+        return len(self.categories)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Ordered attributes with ordered categories (immutable).
+
+    Parameters
+    ----------
+    attributes : sequence of Attribute
+        In column order; names must be unique.
+    """
+
+    attributes: tuple[Attribute, ...]
+    _index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        attrs = tuple(self.attributes)
+        if not attrs:
+            raise DomainError("a domain needs at least one attribute")
+        if not all(isinstance(a, Attribute) for a in attrs):
+            raise TypeError("attributes must be Attribute objects")
+        names = [a.name for a in attrs]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise DomainError(f"duplicate attribute names {dup}")
+        object.__setattr__(self, "attributes", attrs)
+        object.__setattr__(self, "_index", {n: i for i, n in enumerate(names)})
+
+    # construction -----------------------------------------------------
+    @classmethod
+    def from_categories(cls, categories: Mapping[str, Iterable[Any]]) -> "Domain":
+        """Build from ``{name: [labels...]}`` (insertion order kept)."""
+        return cls(tuple(Attribute(n, tuple(str(c) for c in cs)) for n, cs in categories.items()))
+
+    # accessors --------------------------------------------------------
+    @property
+    def attrs(self) -> tuple[str, ...]:
+        """Attribute names in order."""
+        return tuple(a.name for a in self.attributes)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Number of categories per attribute, in order."""
+        return tuple(a.size for a in self.attributes)
+
+    def __len__(self) -> int:
+        return len(self.attributes)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __getitem__(self, name: str) -> Attribute:
+        return self.attributes[self.index(name)]
+
+    def index(self, name: str) -> int:
+        """Position of attribute ``name``; clear error for an unknown name."""
+        try:
+            return self._index[name]
+        except (KeyError, TypeError):
+            raise DomainError(
+                f"unknown attribute {name!r}; the domain has {list(self.attrs)}"
+            ) from None
+
+    def indices(self, names: Sequence[str]) -> tuple[int, ...]:
+        """Positions of ``names``; rejects unknown and duplicate names."""
+        if isinstance(names, str):
+            names = [names]
+        names = list(names)
+        if not names:
+            raise DomainError("attrs must name at least one attribute")
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise DomainError(f"duplicate attributes {dup} in attrs {names}")
+        return tuple(self.index(n) for n in names)
+
+    def labels(self, name: str) -> tuple[str, ...]:
+        return self[name].categories
+
+    def size(self, name: str) -> int:
+        return self[name].size
+
+    def cells(self, names: Sequence[str] | None = None) -> int:
+        """Number of cells of the joint domain of ``names`` (all attributes by default)."""
+        names = self.attrs if names is None else names
+        return math.prod(self.size(n) for n in names)
+
+    def project(self, names: Sequence[str]) -> "Domain":
+        """Sub-domain over ``names`` in the given order."""
+        return Domain(tuple(self.attributes[i] for i in self.indices(names)))
+
+    # JSON -------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The ``lopub-domain`` JSON object (see :mod:`lopub.data.domain`)."""
+        return domain_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, obj: Any) -> "Domain":
+        """Rebuild from :meth:`to_dict`; :class:`~lopub.errors.DomainError` naming what is wrong."""
+        return domain_from_dict(obj)
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        """JSON text; also written atomically to ``path`` when given."""
+        return dump_json(self.to_dict(), path)
+
+    @classmethod
+    def from_json(cls, source: str | os.PathLike) -> "Domain":
+        """Load from a JSON file path or a JSON string."""
+        obj = load_json(source, DomainError, "domain")
+        try:
+            return cls.from_dict(obj)
+        except DomainError as exc:
+            if isinstance(source, str) and source.lstrip().startswith("{"):
+                raise
+            raise DomainError(f"domain file {os.fspath(source)!r}: {exc}") from None
+
+
+# ----------------------------------------------------------------------
+# The domain file (``"format": "lopub-domain"``, ``"version": 1``).
+#
+# JSON Schema: ``lopub/formats/jsonschema/domain.schema.json``::
+#
+#     {"format": "lopub-domain", "version": 1,
+#      "attributes": [
+#         {"name": "sex", "categories": ["Female", "Male"]},
+#         {"name": "age", "categories": ["[17, 25)", ...],
+#          "binning": {"edges": [17, 25, ...]}}]}
+#
+# Reading checks the header and the shape of every attribute and raises
+# :class:`~lopub.errors.DomainError`; the :class:`~lopub.data.domain.Attribute` and
+# :class:`~lopub.data.domain.Binning` constructors check the rest (unique names and
+# labels, increasing edges, one label per bin).
+
+
+def domain_to_dict(domain: Domain) -> dict:
+    """The JSON object of ``domain`` (binning edges included when present)."""
+    attrs = []
+    for a in domain.attributes:
+        d: dict[str, Any] = {"name": a.name, "categories": list(a.categories)}
+        if a.binning is not None:
+            d["binning"] = {"edges": list(a.binning.edges)}
+        attrs.append(d)
+    return {"format": DOMAIN_FORMAT, "version": DOMAIN_VERSION, "attributes": attrs}
+
+
+def domain_from_dict(obj: Any) -> Domain:
+    """Rebuild a :class:`~lopub.data.domain.Domain` from :func:`domain_to_dict`.
+
+    Raises
+    ------
+    DomainError
+        Wrong format or version, ``attributes`` not a list, an attribute
+        without ``name``/``categories``, categories not a list, a malformed
+        ``binning``, or anything the Domain constructors refuse.
+    """
+    if not isinstance(obj, dict) or obj.get("format") != DOMAIN_FORMAT:
+        raise DomainError(f"not a lopub domain (expected \"format\": \"{DOMAIN_FORMAT}\")")
+    if type(obj.get("version")) is not int or obj["version"] != DOMAIN_VERSION:
+        raise DomainError(
+            f"domain version {obj.get('version')!r} is not supported (expected {DOMAIN_VERSION})"
+        )
+    attrs = obj.get("attributes")
+    if not isinstance(attrs, list):
+        raise DomainError("domain JSON: \"attributes\" must be a list")
+    return Domain(tuple(_attribute(i, a) for i, a in enumerate(attrs)))
+
+
+def _attribute(i: int, a: Any) -> Attribute:
+    if not isinstance(a, dict) or "name" not in a or "categories" not in a:
+        raise DomainError(f"domain JSON: attribute #{i} needs \"name\" and \"categories\"")
+    cats, b = a["categories"], a.get("binning")
+    if not isinstance(cats, list):
+        raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"categories\" must be "
+                          f"a list of labels, got {type(cats).__name__}")
+    odd = [c for c in cats if not isinstance(c, str)]
+    if odd:
+        raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): category {odd[0]!r:.40} is "
+                          f"not a string; labels are JSON strings (quote numbers: \"1\")")
+    if b is not None and not (isinstance(b, dict) and isinstance(b.get("edges"), list)
+                              and all(_is_number(e) for e in b["edges"])):
+        raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"binning\" must be "
+                          f"{{\"edges\": [e0, e1, ...]}} with numbers, got {b!r:.80}")
+    binning = Binning(tuple(b["edges"])) if b else None
+    return Attribute(a["name"], tuple(cats), binning)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)

@@ -1,0 +1,229 @@
+"""Fit a Markov random field on a junction tree to noisy marginal measurements.
+
+:func:`fit_mrf` minimises the inverse-variance weighted loss of
+:mod:`lopub.model.pgm.loss` over the marginals of the model (the marginal polytope
+of the junction tree) by entropic mirror descent on the clique
+log-potentials, with exact belief propagation (:mod:`lopub.model.pgm.inference`)
+mapping potentials to marginals -- the estimator of Private-PGM.  One step is
+
+    theta_C <- theta_C - alpha * dL/dmu_C        (every clique C),
+
+which is exactly the exponentiated-gradient (KL mirror) step on the joint
+distribution.  The step ``alpha`` is chosen by backtracking (Armijo): the new
+loss must fall by at least half the first-order decrease
+``<grad, mu_old - mu_new>``; this always succeeds once ``alpha <= 1 / (2 S)``
+with ``S = sum_i 1 / sigma_i^2`` the l1-smoothness of the loss, so the loss
+never increases.  After an accepted step ``alpha`` grows by 1.5 for the next
+trial, so the step adapts to the local curvature.  By default the step is
+taken from Nesterov-extrapolated potentials, restarting the momentum whenever
+it would raise the loss (the accepted losses stay monotone).
+
+A clique without a measurement keeps the maximum-entropy completion of what
+is measured: starting from uniform potentials, the gradient only ever moves
+the sufficient statistics of measured attribute sets.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from lopub._util import check_int, check_positive
+from lopub.dependency.junction import JunctionTree
+from lopub.data.domain import Domain
+from lopub.data.marginal import Marginal
+from lopub.estimate.measurement import Measurement
+from lopub.model.pgm.inference import CliqueTree
+from lopub.model.pgm.loss import loss_and_gradient, place, smoothness
+
+DEFAULT_TOL = 1e-5
+ATOL = 1e-3  # nats: a log-likelihood change far below any statistical meaning
+DEFAULT_MAX_ITER = 5000
+WINDOW = 10
+BYTES_PER_CELL = 8 * 8   # float64 tables per clique cell while fitting (potentials, beliefs, trial, gradient)
+DEFAULT_MEMORY_BUDGET = 2 * 1024**3
+
+
+@dataclass
+class MRFFit:
+    """A fitted Markov random field (see :func:`fit_mrf`).
+
+    Attributes
+    ----------
+    domain : Domain
+    tree : JunctionTree
+    potentials : list of ndarray
+        Log-potentials, one per clique (axes in clique order).
+    marginals : list of Marginal
+        Calibrated clique marginals (agree on every separator).
+    loss : float
+        Final value of the weighted loss (nats, see :mod:`lopub.model.pgm.loss`).
+    iterations : int
+    converged : bool
+    seconds : float
+    losses : list of float
+        Loss after every iteration (starting with the initial one).
+    """
+
+    domain: Domain
+    tree: JunctionTree
+    potentials: list[np.ndarray]
+    marginals: list[Marginal]
+    loss: float
+    iterations: int
+    converged: bool
+    seconds: float
+    losses: list[float] = field(default_factory=list, repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """Loss, iterations, converged and seconds (for a fit report)."""
+        return {"loss": float(self.loss), "iterations": int(self.iterations),
+                "converged": bool(self.converged), "seconds": round(float(self.seconds), 3)}
+
+    def to_model(self, n: int | None = None, graph: Any = None, meta: dict | None = None):
+        """A :class:`lopub.model.graphical.Model` over the fitted clique marginals.
+
+        The marginals are already calibrated, so ``Model.from_marginals``
+        passes them through unchanged (its ``calibration_avd`` is rounding).
+        """
+        from lopub.model.graphical import Model
+
+        return Model.from_marginals(self.domain, self.tree, self.marginals, n=n, graph=graph,
+                                    meta=meta)
+
+
+def fit_bytes(domain: Domain, tree: JunctionTree) -> int:
+    """Working memory of :func:`fit_mrf` on ``tree`` in bytes (``BYTES_PER_CELL`` per clique cell)."""
+    return BYTES_PER_CELL * sum(domain.cells(list(c)) for c in tree.cliques)
+
+
+def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measurement], *,
+            tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
+            warm_start: "MRFFit | Sequence[np.ndarray] | None" = None,
+            accelerate: bool = True, n: int | None = None) -> MRFFit:
+    """Clique potentials whose marginals best match ``measurements`` (weighted least squares).
+
+    Minimises ``L(mu) = sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)`` over the
+    marginals ``mu`` of a Markov random field on ``tree``'s cliques, with
+    ``y_i = measurement.estimate`` and ``sigma_i^2 = measurement.sigma2``
+    (probability units; see :mod:`lopub.model.pgm.loss`).  Measurements that
+    disagree are reconciled (weighted by inverse variance); what no
+    measurement constrains is the maximum-entropy completion.
+
+    Parameters
+    ----------
+    domain : Domain
+    tree : JunctionTree
+        The model's cliques; every measurement must lie inside one of them.
+    measurements : sequence of Measurement
+    tol : float > 0
+        Stop when the last ``WINDOW`` (10) iterations lowered the loss by at
+        most ``tol * loss + ATOL`` in all.  The loss is a log-likelihood in
+        nats, so this is relative for large losses and absolute near zero
+        (``ATOL`` = 0.001 nats, far below any statistical meaning).
+    max_iter : int >= 1
+    warm_start : MRFFit or list of ndarray, optional
+        Starting log-potentials (default: uniform).
+    accelerate : bool
+        Nesterov momentum on the potentials with restart (default); False
+        gives plain mirror descent.  Both never increase the loss.
+    n : int, optional
+        Record count attached to the returned marginals.
+
+    Returns
+    -------
+    MRFFit
+
+    Raises
+    ------
+    TypeError, DomainError, MeasurementError
+        A measurement that is not a ``Measurement``, over unknown attributes,
+        with a non-finite value or negative variance, or in no model clique.
+
+    References
+    ----------
+    McKenna, Sheldon, Miklau, "Graphical-model based estimation and inference
+    for differential privacy", ICML 2019 (mirror descent on the marginal
+    polytope with exact inference); Beck & Teboulle, "Mirror descent and
+    nonlinear projected subgradient methods" (2003).
+    """
+    tol = check_positive("tol", tol)
+    max_iter = check_int("max_iter", max_iter, 1)
+    t0 = time.perf_counter()
+    ct = CliqueTree(domain, tree)
+    terms = place(measurements, domain, ct.cliques)
+    theta = _start(warm_start, ct.shapes)
+    point, losses, converged = _descend(ct, terms, theta, tol, max_iter, accelerate)
+    marginals = [Marginal(domain.project(list(c)), p, n, {"method": "pgm"})
+                 for c, p in zip(ct.cliques, point.mu)]
+    return MRFFit(domain, tree, point.theta, marginals, point.loss, len(losses) - 1, converged,
+                  time.perf_counter() - t0, losses)
+
+
+def _start(warm_start: Any, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+    if warm_start is None:
+        return [np.zeros(s) for s in shapes]
+    pots = warm_start.potentials if isinstance(warm_start, MRFFit) else list(warm_start)
+    if len(pots) != len(shapes) or any(np.shape(p) != s for p, s in zip(pots, shapes)):
+        raise ValueError(f"warm_start has potentials of shapes {[np.shape(p) for p in pots]}; "
+                         f"expected one table per clique of shapes {list(shapes)}")
+    out = [np.array(p, dtype=float) for p in pots]
+    if not all(np.all(np.isfinite(p)) for p in out):
+        raise ValueError("warm_start potentials contain a non-finite entry; expected finite log-potentials")
+    return out
+
+
+class _Point:
+    """Potentials with their marginals, loss and gradient."""
+
+    def __init__(self, ct: CliqueTree, terms, theta: list[np.ndarray]) -> None:
+        self.theta = theta
+        self.mu, _ = ct.marginals(theta)
+        self.loss, self.grad = loss_and_gradient(self.mu, terms)
+
+
+def _armijo(ct: CliqueTree, terms, base: _Point, alpha: float, floor: float) -> tuple[_Point, float]:
+    """Mirror step from ``base``, halving ``alpha`` until the loss falls enough (Armijo)."""
+    while True:
+        new = _Point(ct, terms, [t if g is None else t - alpha * g for t, g in zip(base.theta, base.grad)])
+        first = sum(float(np.sum(g * (m - nm)))
+                    for g, m, nm in zip(base.grad, base.mu, new.mu) if g is not None)
+        if base.loss - new.loss >= 0.5 * first or alpha <= floor:
+            return new, alpha
+        alpha *= 0.5
+
+
+def _descend(ct: CliqueTree, terms, theta: list[np.ndarray], tol: float, max_iter: int,
+             accelerate: bool) -> tuple[_Point, list[float], bool]:
+    """Backtracked mirror descent, optionally with momentum on the potentials and restart.
+
+    With ``accelerate`` the step is taken from the extrapolated potentials
+    ``theta_k + (k - 1) / (k + 2) (theta_k - theta_{k-1})`` (Nesterov); a step
+    that would raise the loss is discarded and the momentum restarts from
+    ``theta_k``, so the accepted losses never increase.
+    """
+    point = _Point(ct, terms, theta)
+    losses = [point.loss]
+    if not terms:
+        return point, losses, True
+    alpha = 1.0 / smoothness(terms)
+    floor = alpha * 2.0 ** -40
+    prev, k = point.theta, 1
+    for _ in range(max_iter):
+        beta = (k - 1) / (k + 2) if accelerate else 0.0
+        base = point if beta == 0.0 else _Point(
+            ct, terms, [t + beta * (t - p) for t, p in zip(point.theta, prev)])
+        new, alpha = _armijo(ct, terms, base, alpha, floor)
+        if new.loss > point.loss:
+            if beta == 0.0:  # even a plain step at the floor fails: rounding, stop here
+                return point, losses, True
+            prev, k = point.theta, 1
+            continue
+        prev, point, k = point.theta, new, k + 1
+        losses.append(point.loss)
+        alpha *= 1.5
+        if len(losses) > WINDOW and losses[-WINDOW - 1] - point.loss <= tol * point.loss + ATOL:
+            return point, losses, True
+    return point, losses, False

@@ -1,0 +1,420 @@
+"""Server pipeline: reports -> estimates -> dependency graph -> junction tree -> model.
+
+:func:`fit` runs the server side with one shared estimator session wrapped in
+a :class:`~lopub.dependency.MarginalCache`: one-way marginals and the
+pairwise joints are estimated once and feed both the structure rule
+(``structure``: noise-aware "auto", the paper's "phi" threshold with Alg. 4/5,
+or a Chow-Liu "tree") and the release.  The default release ("pgm") fits a
+graphical model on the junction tree to all those one- and two-way estimates
+(:func:`lopub.model.pgm.fit_mrf`), so no clique joint is ever estimated directly;
+release "cliques" is the paper's (each clique's joint estimated from the
+reports, then calibrated).  :func:`fit` returns a :class:`FitResult` (model
+plus :class:`FitReport`).
+
+References
+----------
+Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4 (dependency graph), Alg. 5
+(pruning), Sec. V-B (junction tree and clique joints), Alg. 6 (synthesis);
+McKenna, Sheldon, Miklau, ICML 2019 (model fitted to measurements).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+import networkx as nx
+
+from lopub._util import check_int
+from lopub.dependency import MarginalCache, budgeted_junction_tree
+from lopub.dependency.graph import DependencyGraph, check_phi, rethreshold
+from lopub.dependency.structure import STRUCTURES, structure_graph
+from lopub.dependency.junction import JunctionTree, junction_tree
+from lopub.data.domain import Domain
+from lopub.errors import BudgetError
+from lopub.model.fit_result import FitReport, FitResult
+from lopub.model.graphical import Model
+from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
+from lopub.model.pgm.fit import BYTES_PER_CELL
+from lopub.model.pgm.measure import release_measurements
+from lopub.progress import Progress
+
+RELEASES = ("pgm", "cliques")
+FIT_OPTIONS = ("accelerate", "max_iter", "memory_budget", "tol")
+#: largest clique (cells) of release "cliques", the paper's (EM estimates every clique joint), and
+#: of release "pgm" below PGM_USERS_PER_CELL * DEFAULT_CLIQUE_BUDGET users
+DEFAULT_CLIQUE_BUDGET = 50_000
+#: release "pgm": its cliques are completed by the fitted model from the measured sets, never
+#: estimated, so size costs model-fit time, and a model larger than the data can support costs
+#: accuracy.  Its default budget grows with the users, one cell per PGM_USERS_PER_CELL users, from
+#: DEFAULT_CLIQUE_BUDGET up to PGM_CLIQUE_BUDGET.  Measured (docs/BENCHMARKS.md, issue 12): with
+#: 10^6 users 50,000 -> 100,000 takes 6 % (epsilon 8) and 18 % (epsilon 16) off the planned
+#: release (200,000: 11 % and 23 %, at twice the model-fit time); with 20,000-45,000 users a
+#: larger model was 0-11 % worse at epsilon 16.
+PGM_CLIQUE_BUDGET = 200_000
+PGM_USERS_PER_CELL = 10
+#: release "pgm", structure "auto": the model may hold this many clique budgets of cells in all
+#: (or more when the noise supports it; see ``min_cells`` in :mod:`lopub.dependency.structure`)
+PGM_MODEL_CELLS = 2
+
+
+def default_clique_budget(release: str, n: int | None = None, *, max_cells: int | None = None) -> int:
+    """The clique budget ``fit`` uses for ``release`` and ``n`` users when none is given.
+
+    "cliques": ``DEFAULT_CLIQUE_BUDGET``.  "pgm": ``n / PGM_USERS_PER_CELL``
+    clamped to ``[DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET]`` (the smallest
+    when ``n`` is unknown), and to ``max_cells`` (what the model fit's memory
+    holds per clique) when that is larger than ``DEFAULT_CLIQUE_BUDGET``: a
+    default never asks for more than the memory allows.
+    """
+    if release != "pgm" or n is None:
+        return DEFAULT_CLIQUE_BUDGET
+    top = PGM_CLIQUE_BUDGET if max_cells is None else min(PGM_CLIQUE_BUDGET, int(max_cells))
+    return int(max(DEFAULT_CLIQUE_BUDGET, min(top, int(n) // PGM_USERS_PER_CELL)))
+
+
+def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] | None = None,
+                   progress: Any = None) -> Any:
+    """One estimator session over ``reports`` (``lopub.estimate.Estimator``).
+
+    A ``progress`` with an ``em`` method (:class:`ConsoleProgress`) also
+    receives the EM steps.
+    """
+    from lopub.estimate import Estimator
+
+    opts = dict(options or {})
+    if progress is not None and hasattr(progress, "em") and "progress" not in opts:
+        opts["progress"] = progress.em
+    return Estimator(reports, method=method, **opts)
+
+
+def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
+               clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
+               prune_options: Mapping[str, Any] | None = None, model_phi: float | None = None,
+               progress: Progress | None = None, warn: bool = True, structure: str = "phi",
+               n: int | None = None, structure_options: Mapping[str, Any] | None = None,
+               model_options: Mapping[str, Any] | None = None,
+               ) -> tuple[DependencyGraph, JunctionTree, list[dict], dict]:
+    """Dependency graph (rule ``structure``; Alg. 4/5 for "phi") and budgeted junction tree.
+
+    The junction tree is built on the dependency graph itself, or -- when
+    ``model_phi`` is given (structure "phi") -- on the graph of the *same*
+    computed MI values thresholded at ``tau(model_phi)`` (pairs not computed
+    keep their decision), or -- when ``model_options`` is given -- on the
+    graph of the same rule with those options added (e.g. the fitted-model
+    release's larger size bound, :func:`model_structure_options`).  No pair
+    is estimated twice; the returned graph stays the reported one
+    (correlation identification), its ``stats["model_edges"]`` counts the
+    edges the model was built on.
+
+    Returns ``(graph, tree, dropped_edges, seconds)``.
+    """
+    phi = check_phi(phi)
+    model_phi = None if model_phi is None else check_phi(model_phi, "model_phi")
+    t0 = time.perf_counter()
+    dg = _graph(cache, structure, phi=phi, prune=prune, prune_options=prune_options, n=n,
+                progress=progress, options=structure_options)
+    t1 = time.perf_counter()
+    base = dg.graph
+    if model_phi is not None:
+        base = rethreshold(dg, model_phi)
+    elif model_options:
+        base = _graph(cache, structure, phi=phi, prune=prune, prune_options=prune_options, n=n,
+                      progress=None, options={**dict(structure_options or {}), **model_options}).graph
+        dg.stats["model_edges"] = base.number_of_edges()
+    jt, used, dropped = budgeted_junction_tree(base, cache.domain, clique_budget,
+                                               heuristic=heuristic, warn=warn)
+    t2 = time.perf_counter()
+    lost = [[d["a"], d["b"]] for d in dropped if not d["in_clique"]]
+    if lost:  # in no clique of the tree: absent from the model and the release
+        dg.stats["dropped_for_budget"] = lost
+    if model_phi is not None:
+        dg.stats["model_phi"] = model_phi
+        dg.stats["model_edges"] = base.number_of_edges()
+    return dg, jt, dropped, {"graph": t1 - t0, "junction_tree": t2 - t1}
+
+
+def _graph(cache: MarginalCache, structure: str, *, phi: float, prune: bool, prune_options,
+           n: int | None, progress, options) -> DependencyGraph:
+    """The dependency graph by ``structure`` (:func:`lopub.dependency.structure.structure_graph`)."""
+    opts = dict(options or {})
+    if structure == "phi":
+        opts.update(prune=bool(prune), **dict(prune_options or {}))
+    return structure_graph(cache, structure, phi=phi, n=n, progress=progress, **opts)
+
+
+def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: str = "pgm",
+        structure: str = "auto", prune: bool = False,
+        clique_budget: int | None = None, heuristic: str = "min-fill",
+        progress: Progress | None = None, estimator: Any = None,
+        estimator_options: Mapping[str, Any] | None = None,
+        prune_options: Mapping[str, Any] | None = None, model_phi: float | None = None,
+        structure_options: Mapping[str, Any] | None = None, measure_triples: bool | int = False,
+        fit_options: Mapping[str, Any] | None = None, warn: bool = True) -> FitResult:
+    """Fit a LoPub model: dependency graph, junction tree and the release model.
+
+    Parameters
+    ----------
+    reports : Reports, optional
+        The collected reports (needed unless ``estimator`` is given).
+    phi : float in (0, 1]
+        Dependency degree (Eq. 26) of structure "phi"; also the pruning share
+        with ``prune``.  Recorded for the other structures (plots, ``at_phi``).
+    method : {"em", "lasso", "moment", "hybrid", "hybrid-lasso"}
+        Estimator of every marginal (ignored when ``estimator`` is given).
+    release : {"pgm", "cliques"}
+        "pgm" (default): a graphical model on the junction tree fitted to
+        all one-way and pairwise estimates (and ``measure_triples``),
+        weighted by inverse variance (:func:`lopub.model.pgm.fit_mrf`); no clique
+        joint is estimated directly.  "cliques": the paper's release, each
+        clique's joint estimated from the reports and calibrated (kept for
+        reproduction).
+    structure : {"auto", "phi", "tree"}
+        Edge rule (:func:`lopub.dependency.structure.structure_graph`):
+        noise-aware test (default), the paper's MI >= tau(phi), or a
+        Chow-Liu tree.  ``prune`` and ``model_phi`` are options of "phi":
+        with them, "auto" means "phi".
+    prune : bool
+        Entropy-based pruning (Alg. 5) instead of testing all pairs.
+    clique_budget : int, optional
+        Largest clique in cells; bigger cliques are split by dropping the
+        weakest edges (:func:`lopub.dependency.budgeted_junction_tree`).
+        Default :func:`default_clique_budget`: 50,000 for release "cliques";
+        for "pgm" one cell per 10 users, between 50,000 and 200,000.
+        Checked before any estimation against what the release can handle
+        (the model fit's or the estimator's memory).
+    heuristic : {"min-fill", "min-size"}
+    progress : callable(stage, done, total), optional
+    estimator : object, optional
+        Any source with ``.marginal(attrs)`` (an ``Estimator`` session, a
+        :class:`MarginalCache`, a Dataset for exact marginals in tests...).
+    estimator_options, prune_options, structure_options : mapping, optional
+        Passed to ``Estimator``, to Alg. 5, to the structure rule.  With
+        release "pgm" and structure "auto" the model is built on the same
+        rule's graph with a model-size bound of at least
+        ``PGM_MODEL_CELLS * clique_budget`` (:func:`model_structure_options`);
+        the reported graph keeps the bound from N and the noise.
+    model_phi : float in (0, 1], optional
+        Structure "phi": build the junction tree on the MI graph at this
+        dependency degree instead of ``phi`` (the reported graph stays at ``phi``).
+    measure_triples : bool or int
+        Release "pgm": also measure three-way marginals inside the cliques
+        (triangles of graph edges; an int caps their number).
+    fit_options : mapping, optional
+        Passed to :func:`lopub.model.pgm.fit_mrf` (``tol``, ``max_iter``,
+        ``accelerate``); ``memory_budget`` (bytes) bounds the model fit.
+    warn : bool
+        ``UserWarning`` when edges are dropped for the clique budget (always
+        listed in ``report.dropped_edges``).
+
+    Returns
+    -------
+    FitResult
+        ``.model`` (its ``meta["fit"]`` is the report's dict) and ``.report``.
+
+    Raises
+    ------
+    ValueError
+        A bad option (named), or a ``clique_budget`` the release cannot
+        handle (a :class:`~lopub.errors.BudgetError`, raised before any estimation).
+
+    References
+    ----------
+    Ren et al., IEEE TIFS 2018, Alg. 4-6, Sec. V-B; McKenna et al., ICML 2019.
+    """
+    t0 = time.perf_counter()
+    structure = _check_fit_options(phi, model_phi, release, structure, prune)
+    fit_options = dict(fit_options or {})
+    if set(fit_options) - set(FIT_OPTIONS):
+        raise TypeError(f"fit_options has unknown key(s) {sorted(set(fit_options) - set(FIT_OPTIONS))}; "
+                        f"expected some of {list(FIT_OPTIONS)}")
+    cache, n = _session(reports, estimator, method, estimator_options, progress)
+    memory = fit_options.get("memory_budget", DEFAULT_MEMORY_BUDGET)
+    if clique_budget is None:  # within what _check_capacity admits for d cliques
+        clique_budget = default_clique_budget(release, n,
+                                              max_cells=memory // (len(cache.domain) * BYTES_PER_CELL))
+    _check_capacity(cache, clique_budget, release, memory)
+    dg, jt, dropped, secs = dependency(cache, phi=phi, prune=prune, clique_budget=clique_budget,
+                                       heuristic=heuristic, prune_options=prune_options,
+                                       model_phi=model_phi, progress=progress, warn=warn,
+                                       structure=structure, n=n, structure_options=structure_options,
+                                       model_options=model_structure_options(release, structure, clique_budget))
+    t1 = time.perf_counter()
+    build = _release_pgm if release == "pgm" else _release_cliques
+    model, extra = build(cache, jt, dg, n=n, triples=measure_triples, fit_options=fit_options,
+                         progress=progress)
+    secs.update(extra.pop("seconds"), estimation=cache.seconds, total=time.perf_counter() - t0)
+    secs["release"] = time.perf_counter() - t1
+    report = _report(cache, reports, dg, jt, dropped, model, dict(
+        method=getattr(cache.source, "method", method), release=release, structure=structure,
+        prune=bool(prune), clique_budget=clique_budget, model_phi=dg.phi if model_phi is None else model_phi,
+        seconds={k: round(v, 3) for k, v in secs.items()}, **extra))
+    model.meta["fit"] = report.to_dict()
+    return FitResult(model, report)
+
+
+def model_structure_options(release: str, structure: str, clique_budget: int) -> dict[str, Any] | None:
+    """Extra structure options for the graph the release model is built on (None: the reported graph).
+
+    Release "pgm" with structure "auto": the model-size bound is at least
+    ``PGM_MODEL_CELLS * clique_budget`` cells -- the fitted model completes
+    its cliques from the measured pairs instead of estimating them, so size
+    costs compute, not noise -- while the reported dependency graph keeps the
+    bound from N and the noise (what the data show).
+    """
+    if release == "pgm" and structure == "auto":
+        return {"min_cells": PGM_MODEL_CELLS * clique_budget}
+    return None
+
+
+def _check_fit_options(phi, model_phi, release, structure, prune) -> str:
+    """Validate the option values (named in the errors); return the structure rule to run."""
+    check_phi(phi)
+    if model_phi is not None:
+        check_phi(model_phi, "model_phi")
+    if release not in RELEASES:
+        raise ValueError(f"release ({release!r}) must be one of {RELEASES}")
+    if structure not in STRUCTURES:
+        raise ValueError(f"structure ({structure!r}) must be one of {STRUCTURES}")
+    if structure == "tree" and (prune or model_phi is not None):
+        raise ValueError(f"prune ({prune}) and model_phi ({model_phi}) are options of structure "
+                         f"'phi'; expected structure='phi' (or 'auto') with them, not 'tree'")
+    return "phi" if structure == "auto" and (prune or model_phi is not None) else structure
+
+
+def _session(reports, estimator, method, options, progress) -> tuple[MarginalCache, int | None]:
+    """The shared estimate cache and the number of reports (None if unknown)."""
+    from lopub.collect.reports import MarginalReports
+    from lopub.collect.server import CompletedSource, MarginalSource, measure_marginals
+
+    if estimator is None and isinstance(reports, MarginalReports):
+        estimator = measure_marginals(reports)  # marginal sampling: the oracles' measurements
+    if estimator is None:
+        if reports is None:
+            raise ValueError("reports (None) must be given when no estimator is passed")
+        estimator = make_estimator(reports, method, options, progress)
+    if isinstance(estimator, MarginalSource):  # answer unmeasured sets as "no information"
+        estimator = CompletedSource(estimator)
+    cache = estimator if isinstance(estimator, MarginalCache) else MarginalCache(estimator)
+    if cache.domain is None:
+        raise TypeError("estimator must expose its domain (.domain or .reports.spec.domain)")
+    n = reports.n if reports is not None else getattr(cache.source, "n", None)
+    return cache, (n if isinstance(n, int) and not isinstance(n, bool) else None)
+
+
+def _check_capacity(cache: MarginalCache, clique_budget: int, release: str, memory_budget: int) -> None:
+    """Refuse, before any estimation, a clique budget the release cannot handle.
+
+    "pgm": at most ``d`` cliques of ``clique_budget`` cells each must fit the
+    model fit's memory (``BYTES_PER_CELL`` per cell).  "cliques" (the paper's
+    release) is checked clique by clique once the tree is known, before the
+    first clique estimation (the estimator's exact ``check``).
+    """
+    check_int("clique_budget", clique_budget, 1)
+    d = len(cache.domain)
+    if release == "pgm":
+        need = d * clique_budget * BYTES_PER_CELL
+        if need > memory_budget:
+            raise BudgetError(
+                f"clique_budget ({clique_budget} cells) admits models whose fit needs up to "
+                f"{need / 2**20:,.0f} MiB ({d} cliques x {BYTES_PER_CELL} bytes per cell), above the "
+                f"model-fit memory budget ({memory_budget / 2**20:,.0f} MiB); lower clique_budget "
+                f"or raise fit_options['memory_budget']")
+        return
+    # "cliques": the tree is not known yet; each clique is checked against the estimator
+    # after the graph and before the first clique estimation (_release_cliques)
+
+
+def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[Model, dict]:
+    """Release "pgm": measurements from the cache, graphical model fitted to them."""
+    t0 = time.perf_counter()
+    ms = release_measurements(cache, jt, n=n, graph=dg, triples=triples, progress=progress)
+    t1 = time.perf_counter()
+    opts = {k: v for k, v in fit_options.items() if k != "memory_budget"}
+    if progress is not None:
+        progress("model fit", 0, 1)
+    n = n if n is not None else next((m.n for m in ms if m.n is not None), None)
+    mrf: MRFFit = fit_mrf(cache.domain, jt, ms, n=n, **opts)
+    if progress is not None:
+        progress("model fit", 1, 1)
+    notes = [] if mrf.converged else [
+        f"model fit stopped at max_iter ({mrf.iterations}) before tol; raise fit_options['max_iter']"]
+    extra = {"measurements": [list(m.attrs) for m in ms], "model_fit": mrf.summary(),
+             "warnings": notes,
+             "seconds": {"measurements": t1 - t0, "model_fit": time.perf_counter() - t1}}
+    return mrf.to_model(n=n, graph=dg), extra
+
+
+def _release_cliques(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[Model, dict]:
+    """Release "cliques" (the paper's): each clique's joint estimated, then calibrated."""
+    t0 = time.perf_counter()
+    cliques = [list(c) for c in jt.cliques]
+    check: Any = getattr(cache.source, "check", None)  # a MarginalEstimator's exact budget check
+    for c in cliques if callable(check) else []:  # refuse before the first clique estimation
+        if not cache.cached(c):
+            try:
+                check(c)
+            except BudgetError as exc:
+                raise BudgetError(f"clique {c} of the junction tree ({cache.domain.cells(c):,} cells) "
+                                  f"cannot be estimated directly: {exc}; lower clique_budget or use "
+                                  f"release='pgm', which never estimates a clique") from None
+    cache.prefetch(cliques, stage="clique joints", progress=progress)
+    tables = [cache.marginal(c) for c in cliques]
+    model = Model.from_marginals(cache.domain, jt, tables, n=n if n is not None else tables[0].n, graph=dg)
+    return model, {"seconds": {"clique_joints": time.perf_counter() - t0}}
+
+
+def _report(cache, reports, dg, jt, dropped, model, fields: dict) -> FitReport:
+    notes = list(fields.pop("warnings", []))
+    lost = [[d["a"], d["b"]] for d in dropped if not d["in_clique"]]
+    if lost:
+        notes.append(f"clique_budget: {len(lost)} edge(s) in no clique, not modelled: {lost}")
+    return FitReport(
+        n=model.n, attributes=len(cache.domain), phi=dg.phi,
+        collection=collection_parameters(reports if reports is not None else cache.source),
+        pairs_total=dg.stats["pairs_total"], pairs_computed=dg.stats["pairs_computed"],
+        edges=len(dg.edges), graph=dict(dg.stats), cliques=[list(c) for c in jt.cliques],
+        clique_cells=[cache.domain.cells(list(c)) for c in jt.cliques],
+        fill_edges=len(jt.fill_edges), dropped_edges=dropped, estimates=cache.calls,
+        calibration_avd_max=max(model.meta["calibration_avd"]), warnings=notes, **fields)
+
+
+def collection_parameters(source: Any) -> dict[str, Any] | None:
+    """Public collection parameters of the reports behind ``source`` (or None).
+
+    ``source`` is a ``Reports``, an estimator session over one (``.reports``)
+    or anything else (exact marginals: None).  Returns f, h and m per
+    attribute, bits per report and epsilon per attribute and per record
+    (Eq. 8), so a model file says under which privacy its reports were taken.
+    """
+    from lopub.collect.reports import MarginalReports
+
+    if isinstance(source, MarginalReports):
+        plan = source.plan
+        return {"protocol": "marginals", "epsilon_per_record": plan.epsilon,
+                "subsets": [list(s) for s in plan.subsets], "oracles": list(plan.oracles),
+                "plan_id": plan.plan_id}
+    spec = getattr(source, "spec", None)
+    if spec is None:
+        spec = getattr(getattr(source, "reports", None), "spec", None)
+    if spec is None or not hasattr(spec, "summary"):
+        return None
+    s = spec.summary()
+    attrs = list(spec.domain.attrs)
+    return {"protocol": "bloom", "f": s["f"], "h": dict(zip(attrs, s["h"])), "m": dict(zip(attrs, s["m"])),
+            "bits_per_report": s["bits_per_report"],
+            "epsilon_per_attribute": dict(s["epsilon_per_attribute"]),
+            "epsilon_per_record": s["epsilon_per_record"]}
+
+
+def independence_model(estimator: Any, *, n: int | None = None) -> Model:
+    """Baseline release model: every attribute on its own (singleton cliques).
+
+    Reuses the one-way marginals of ``estimator`` (pass the same
+    :class:`MarginalCache` as :func:`fit` to avoid re-estimating).
+    """
+    cache = estimator if isinstance(estimator, MarginalCache) else MarginalCache(estimator)
+    dom: Domain = cache.domain
+    jt = junction_tree(nx.empty_graph(list(dom.attrs)), dom)
+    tables = [cache.marginal(list(c)) for c in jt.cliques]
+    return Model.from_marginals(dom, jt, tables, n=n if n is not None else tables[0].n,
+                                meta={"baseline": "independence"})

@@ -1,0 +1,437 @@
+"""A fit/sample object for Python users: :class:`Synthesizer`.
+
+``Synthesizer(epsilon=4).fit(df).sample(1000)`` runs the whole flow:
+:meth:`Synthesizer.fit` simulates the clients of a data owner who holds the
+records (for evaluation and teaching: domain inference when none is given,
+collection with :func:`lopub.collect.collect` at the per-record epsilon,
+then :func:`lopub.pipeline.steps.fit`); :meth:`Synthesizer.fit_reports` fits the
+reports of a real deployment (Bloom :class:`~lopub.reports.bloom.Reports` or
+marginal-sampling :class:`~lopub.collect.MarginalReports`).  Parameters follow
+the scikit-learn convention (``get_params``/``set_params``, fitted state in
+attributes ending in ``_``) and their defaults are the library functions'.
+
+File format of :meth:`Synthesizer.save`: a ``lopub-model`` file
+(:mod:`lopub.model.format`, written atomically, gzip when the name ends in
+``.gz``) whose ``meta["synthesizer"]`` is ``{"format": "lopub-synthesizer",
+"version": 1, "params": {...}, "collection": {...}}``: the constructor
+parameters (an ``rng`` Generator is stored as ``null``; a ``domain`` parameter as
+``"model"``: the model's domain) and the
+:class:`CollectionReport`; the fit report is the model's ``meta["fit"]``.
+Any ``lopub`` command that reads a model reads this file.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from lopub.collect import MarginalReports, collect, privacy_statement
+from lopub.data.dataset import Dataset, infer_domain
+from lopub.data.domain import Attribute, Domain
+from lopub.errors import DomainError
+from lopub.model.fit_result import FitReport
+from lopub.data.marginal import Marginal
+from lopub.model.graphical import Model
+from lopub.pipeline.steps import fit as fit_pipeline
+from lopub.publish.synthesize import synthesize
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lopub.dependency.graph import DependencyGraph
+    from lopub.reports.bloom import Reports
+    from lopub.reports.dataset import ReportsDataset
+
+    AnyReports = Union[Reports, ReportsDataset, MarginalReports]
+
+FORMAT = "lopub-synthesizer"
+VERSION = 1
+
+
+def _default(func: Callable, name: str) -> Any:
+    """The default of parameter ``name`` of the library function ``func`` (never re-typed)."""
+    return inspect.signature(func).parameters[name].default
+
+
+PROTOCOLS = ("auto", "marginals", "one-attribute", "bloom")
+
+
+class NotFittedError(ValueError, AttributeError):
+    """The synthesizer was used before :meth:`Synthesizer.fit` or :meth:`Synthesizer.fit_reports`."""
+
+
+@dataclass(frozen=True)
+class CollectionReport:
+    """How the reports a synthesizer was fitted to were collected.
+
+    Attributes
+    ----------
+    protocol : str
+        "bloom", "marginals" or "one-attribute" (what ran, after "auto").
+    epsilon_per_record : float
+        The privacy spent: every user's report is epsilon-LDP for the whole record.
+    n : int
+        Reports (users).
+    simulated : bool
+        True when :meth:`Synthesizer.fit` simulated the clients.
+    recommended : str or None
+        The planner's recommendation (simulation only).
+    predicted_tvd : float or None
+        The planner's predicted mean 2-way TVD of the protocol that ran.
+    privacy : str
+        One-line privacy statement.
+    warning : str or None
+        Above epsilon 10 per record: what such a budget means.
+    """
+
+    protocol: str
+    epsilon_per_record: float
+    n: int
+    simulated: bool
+    recommended: str | None
+    predicted_tvd: float | None
+    privacy: str
+    warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SynthesizerReport:
+    """``Synthesizer.fit_report_``: privacy spent, collection, model fit, times and warnings.
+
+    Attributes
+    ----------
+    collection : CollectionReport
+    fit : FitReport
+        :func:`lopub.pipeline.steps.fit`'s report (graph, cliques, per-stage seconds...).
+    seconds : dict
+        Seconds of the synthesizer's stages ("domain", "collect", "fit", "total").
+    """
+
+    collection: CollectionReport
+    fit: FitReport
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float:
+        """Privacy spent per record."""
+        return self.collection.epsilon_per_record
+
+    @property
+    def graph_size(self) -> dict[str, int]:
+        """Edges, cliques and the largest clique's cells of the fitted model."""
+        return {"edges": self.fit.edges, "cliques": len(self.fit.cliques),
+                "max_clique_cells": max(self.fit.clique_cells, default=0)}
+
+    @property
+    def warnings(self) -> list[str]:
+        """The collection's warning (high epsilon) and the fit's."""
+        first = [self.collection.warning] if self.collection.warning else []
+        return first + list(self.fit.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"collection": self.collection.to_dict(), "fit": self.fit.to_dict(),
+                "seconds": dict(self.seconds), "graph_size": self.graph_size, "warnings": self.warnings}
+
+
+class Synthesizer:
+    """Fit a private model of categorical data and sample synthetic records from it.
+
+    Parameters
+    ----------
+    epsilon : float
+        Per-record privacy budget of the collection (finite, > 0): each
+        user's report is epsilon-LDP for the whole record.  Used by
+        :meth:`fit`; :meth:`fit_reports` records the reports' own budget.
+    protocol : {"auto", "marginals", "one-attribute", "bloom"}
+        Collection protocol of :meth:`fit`; "auto" is the planner's choice
+        (:func:`lopub.collect.plan`).
+    method : str
+        Estimator of the Bloom reports (:func:`lopub.pipeline.steps.fit`).
+    release : {"pgm", "cliques"}
+    structure : {"auto", "phi", "tree"}
+    domain : Domain, optional
+        The public domain; inferred from the data by :meth:`fit` when None
+        (acceptable in a simulation; in a deployment the domain must be
+        public): :func:`lopub.infer_domain`, except that a pandas categorical
+        column keeps its declared categories in their order.
+    bins : int
+        Quantile bins of numeric columns when the domain is inferred.
+    clique_budget : int, optional
+        Largest clique of the model in cells (default: ``fit``'s for the
+        release, :func:`lopub.pipeline.steps.default_clique_budget`).
+    rng : Generator, int or None
+        Randomness of the simulated clients (None: OS entropy).
+
+    Attributes
+    ----------
+    model_ : Model
+    domain_ : Domain
+    fit_report_ : SynthesizerReport
+
+    Examples
+    --------
+    >>> from lopub.datasets import embedded
+    >>> syn = Synthesizer(epsilon=4, rng=0).fit(embedded(5000).to_pandas())  # doctest: +SKIP
+    >>> syn.sample(10, seed=1)                                                # doctest: +SKIP
+    """
+
+    def __init__(self, *, epsilon: float, protocol: str = _default(collect, "protocol"),
+                 method: str = _default(fit_pipeline, "method"),
+                 release: str = _default(fit_pipeline, "release"),
+                 structure: str = _default(fit_pipeline, "structure"),
+                 domain: Domain | None = None, bins: int = _default(infer_domain, "bins"),
+                 clique_budget: int | None = _default(fit_pipeline, "clique_budget"),
+                 rng: np.random.Generator | int | None = None) -> None:
+        self.epsilon = epsilon
+        self.protocol = protocol
+        self.method = method
+        self.release = release
+        self.structure = structure
+        self.domain = domain
+        self.bins = bins
+        self.clique_budget = clique_budget
+        self.rng = rng
+        self._check_params()
+
+    # parameters (scikit-learn convention) -------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor parameters as a dict (``deep`` is accepted for scikit-learn)."""
+        return {p: getattr(self, p) for p in self._param_names()}
+
+    def set_params(self, **params: Any) -> "Synthesizer":
+        """Set constructor parameters by name and return ``self`` (the fitted state is kept)."""
+        names = self._param_names()
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}; expected some of {names}")
+        old = self.get_params()
+        for k, v in params.items():
+            setattr(self, k, v)
+        try:
+            self._check_params()
+        except (TypeError, ValueError):
+            for k, v in old.items():
+                setattr(self, k, v)
+            raise
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={_short(v)}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _check_params(self) -> None:
+        from lopub._util import check_int, check_positive, resolve_rng
+        from lopub.dependency.structure import STRUCTURES
+        from lopub.pipeline.steps import RELEASES
+
+        check_positive("epsilon", self.epsilon)
+        for name, allowed in (("protocol", PROTOCOLS), ("release", RELEASES), ("structure", STRUCTURES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} ({getattr(self, name)!r}) must be one of {list(allowed)}")
+        if not isinstance(self.method, str):
+            raise TypeError(f"method ({self.method!r}) must be an estimator name (str)")
+        if self.domain is not None and not isinstance(self.domain, Domain):
+            raise TypeError(f"domain ({type(self.domain).__name__}) must be a lopub Domain or None")
+        check_int("bins", self.bins, 2)
+        if self.clique_budget is not None:
+            check_int("clique_budget", self.clique_budget, 1)
+        if not isinstance(self.rng, np.random.Generator):
+            resolve_rng(self.rng)  # type and sign of a seed
+
+    # fitting -----------------------------------------------------------------
+    def fit(self, data: pd.DataFrame | Dataset) -> "Synthesizer":
+        """Simulate every record's client at ``epsilon``, then fit the model.
+
+        Parameters
+        ----------
+        data : DataFrame or Dataset
+            The records (a DataFrame's columns are the attributes; with a
+            ``domain``, extra columns are ignored).
+
+        Returns
+        -------
+        Synthesizer
+            ``self``, fitted.
+        """
+        self._check_params()
+        t0 = time.perf_counter()
+        dataset = self._dataset(data)
+        t1 = time.perf_counter()
+        reports, plan = collect(dataset, self.epsilon, protocol=self.protocol, rng=self.rng)
+        t2 = time.perf_counter()
+        ran = plan.recommended if self.protocol == "auto" else self.protocol
+        info = CollectionReport(ran, plan.epsilon, dataset.n, True, plan.recommended,
+                                plan.option(ran).predicted_tvd, plan.privacy, plan.warning)
+        return self._fit(reports, info, {"domain": t1 - t0, "collect": t2 - t1}, t0)
+
+    def fit_reports(self, reports: "AnyReports") -> "Synthesizer":
+        """Fit the model to collected reports (a real deployment).
+
+        Parameters
+        ----------
+        reports : Reports, ReportsDataset or MarginalReports
+            Bloom reports or marginal-sampling reports; their own budget is
+            recorded (``epsilon`` is not used).  A ``domain`` parameter, when
+            set, must equal the reports' domain.
+        """
+        self._check_params()
+        t0 = time.perf_counter()
+        protocol = _protocol_of(reports)
+        eps, domain = _reports_budget(reports)
+        if self.domain is not None and self.domain != domain:
+            raise DomainError(f"domain (attributes {list(self.domain.attrs)}) differs from the reports' "
+                              f"domain (attributes {list(domain.attrs)})")
+        text, warning = privacy_statement(eps)
+        info = CollectionReport(protocol, eps, int(reports.n), False, None, None, text, warning)
+        return self._fit(reports, info, {}, t0)
+
+    def _fit(self, reports: "AnyReports", info: CollectionReport, seconds: dict[str, float],
+             t0: float) -> "Synthesizer":
+        t1 = time.perf_counter()
+        result = fit_pipeline(reports, method=self.method, release=self.release,
+                              structure=self.structure, clique_budget=self.clique_budget)
+        seconds.update(fit=time.perf_counter() - t1, total=time.perf_counter() - t0)
+        self.model_ = result.model
+        self.domain_ = result.model.domain
+        rounded = {k: round(v, 3) for k, v in seconds.items()}
+        self.fit_report_ = SynthesizerReport(info, result.report, rounded)
+        self.model_.meta["synthesizer"] = self._meta()
+        return self
+
+    def _dataset(self, data: Any) -> Dataset:
+        if isinstance(data, Dataset):
+            if self.domain is not None and data.domain != self.domain:
+                raise DomainError("data (a Dataset) is coded against another domain than the "
+                                  "domain parameter")
+            return data
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
+        domain = self.domain
+        if domain is None:
+            domain = _declared_order(infer_domain(data, bins=self.bins), data)
+        return Dataset.from_pandas(data, domain)
+
+    # using the model ---------------------------------------------------------
+    def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None) -> pd.DataFrame:
+        """``n`` synthetic records (default: as many as reports) with the original labels.
+
+        The same ``seed`` gives the same records (also after :meth:`save` / :meth:`load`).
+        """
+        return synthesize(self._fitted(), n, rng=seed)
+
+    def query(self, attrs: Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
+        """The model's marginal over ``attrs`` (conditioned on ``where``); see :meth:`Model.query`."""
+        return self._fitted().query(list(attrs), where)
+
+    def graph(self) -> "DependencyGraph | None":
+        """The dependency graph (:class:`~lopub.dependency.graph.DependencyGraph`; ``.graph`` is
+        networkx); None for a model file that stores none."""
+        return self._fitted().graph
+
+    def report(self, path: str | os.PathLike, real: pd.DataFrame | Dataset | None = None, *,
+               n: int | None = None, seed: np.random.Generator | int | None = None) -> None:
+        """Write the HTML release report (:func:`lopub.publish.report.write_report`) of ``sample(n, seed)``."""
+        from lopub.publish.report import write_report
+
+        write_report(path, self._fitted(), self.sample(n, seed), real)
+
+    def _fitted(self) -> Model:
+        model = getattr(self, "model_", None)
+        if model is None:
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(data) or "
+                                 "fit_reports(reports) first")
+        return model
+
+    # files ------------------------------------------------------------------
+    def _meta(self) -> dict[str, Any]:
+        params = self.get_params()
+        params["domain"] = None if params["domain"] is None else "model"  # the model file holds it
+        if not (params["rng"] is None or isinstance(params["rng"], int)):
+            params["rng"] = None
+        return {"format": FORMAT, "version": VERSION, "params": params,
+                "collection": self.fit_report_.collection.to_dict(),
+                "seconds": dict(self.fit_report_.seconds)}
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model file with the synthesizer's parameters in its meta (atomic; format in
+        the module docstring)."""
+        model = self._fitted()
+        model.meta["synthesizer"] = self._meta()
+        model.save(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Synthesizer":
+        """Read a file written by :meth:`save`.
+
+        Raises
+        ------
+        FileNotFoundError, ModelFormatError
+            As :meth:`lopub.model.graphical.Model.load`.
+        ValueError
+            A model file without the synthesizer's meta (``lopub fit`` output:
+            load it with :meth:`Model.load` instead), or another version.
+        """
+        model = Model.load(path)
+        meta = model.meta.get("synthesizer")
+        fit = model.meta.get("fit")
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT or not isinstance(fit, dict):
+            raise ValueError(f"{os.fspath(path)!r} is a model file without a synthesizer "
+                             f"(meta['synthesizer'] of format {FORMAT!r} and meta['fit'])")
+        if meta.get("version") != VERSION:
+            raise ValueError(f"{os.fspath(path)!r}: synthesizer version ({meta.get('version')!r}) "
+                             f"must be {VERSION}")
+        params = dict(meta["params"])
+        params["domain"] = model.domain if params.get("domain") == "model" else None
+        self = cls(**params)
+        self.model_, self.domain_ = model, model.domain
+        self.fit_report_ = SynthesizerReport(CollectionReport(**meta["collection"]), FitReport(**fit),
+                                             dict(meta.get("seconds", {})))
+        return self
+
+
+def _declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
+    """An inferred domain whose pandas-categorical columns keep their declared categories and order."""
+    attrs = []
+    for a in domain.attributes:
+        col = df[a.name] if a.binning is None and a.name in df.columns else None
+        if isinstance(col, pd.Series) and isinstance(col.dtype, pd.CategoricalDtype):
+            cats = tuple(str(c).strip() for c in col.cat.categories)
+            if len(set(cats)) == len(cats) and set(a.categories) <= set(cats):
+                a = Attribute(a.name, cats)
+        attrs.append(a)
+    return Domain(tuple(attrs))
+
+
+def _protocol_of(reports: Any) -> str:
+    """ "marginals", "one-attribute" (a plan of single attributes) or "bloom"."""
+    if isinstance(reports, MarginalReports):
+        return "one-attribute" if all(len(s) == 1 for s in reports.plan.subsets) else "marginals"
+    if getattr(reports, "spec", None) is None or not hasattr(reports, "n"):
+        raise TypeError(f"reports ({type(reports).__name__}) must be Bloom Reports, a ReportsDataset "
+                        "or MarginalReports")
+    return "bloom"
+
+
+def _reports_budget(reports: Any) -> tuple[float, Domain]:
+    """Per-record epsilon and domain of the reports."""
+    if isinstance(reports, MarginalReports):
+        return float(reports.plan.epsilon), reports.plan.domain
+    return float(reports.spec.epsilon), reports.spec.domain
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Domain):
+        return f"Domain({len(value)} attributes)"
+    if isinstance(value, np.random.Generator):
+        return "Generator(...)"
+    return repr(value)

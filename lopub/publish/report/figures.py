@@ -1,0 +1,113 @@
+"""Pictures of a release report as PNG bytes (matplotlib figures drawn off screen, nothing on disk; pyplot and the backend are left alone).
+
+The dependency graph and junction tree come from :func:`lopub.publish.plots.plot_graph`
+(drawn once into a temporary folder, read back, the folder removed).
+"""
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from typing import Any, Mapping, Sequence, cast
+
+import matplotlib
+from matplotlib.figure import Figure
+import networkx as nx
+import numpy as np
+
+from lopub.publish.plots import plot_graph
+
+MAX_BARS = 30
+COLORS = {"real": "#4c72b0", "synthetic": "#dd8452", "model": "#55a868", "independence": "#8172b2"}
+DPI = 100
+
+
+def png(fig: Any) -> bytes:
+    """The figure as PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def bars(attr: str, labels: Sequence[str], series: Mapping[str, np.ndarray]) -> bytes:
+    """Grouped bars of one attribute's distribution per source (``series``: name -> probabilities).
+
+    More than ``MAX_BARS`` categories: the most frequent ones (largest share in
+    any source) are shown and the rest summed into one "other" bar.
+    """
+    labels = list(labels)
+    table = np.array([np.asarray(v, dtype=float) for v in series.values()])
+    if len(labels) > MAX_BARS:
+        keep = np.sort(np.argsort(-table.max(axis=0), kind="stable")[:MAX_BARS - 1])
+        rest = np.setdiff1d(np.arange(len(labels)), keep)
+        table = np.column_stack([table[:, keep], table[:, rest].sum(axis=1)])
+        labels = [labels[i] for i in keep] + [f"other ({len(rest)})"]
+    k, width = len(labels), 0.8 / max(len(series), 1)
+    fig = Figure(figsize=(min(11.0, max(4.0, 0.13 * k * max(len(series), 1) + 2.0)), 3.2))
+    ax = fig.subplots()
+    for s, (name, row) in enumerate(zip(series, table)):
+        ax.bar(np.arange(k) + (s - (len(series) - 1) / 2) * width, row, width,
+               label=name, color=COLORS.get(name, None))
+    ax.set_xticks(range(k), [_short(lab) for lab in labels], rotation=60 if k > 6 else 0,
+                  ha="right" if k > 6 else "center", fontsize=7)
+    ax.set_ylabel("share of records")
+    ax.set_title(attr, fontsize=10)
+    ax.legend(fontsize=7, frameon=False)
+    return png(fig)
+
+
+def heatmaps(panels: Mapping[str, np.ndarray], attrs: Sequence[str], *, label: str,
+             cmap: str = "viridis", suptitle: str = "") -> bytes:
+    """Side-by-side d x d heatmaps on one colour scale (NaN cells grey, annotated when d <= 12)."""
+    attrs = list(attrs)
+    d = len(attrs)
+    finite = [m[np.isfinite(m)] for m in panels.values()]
+    vmax = max([float(f.max()) for f in finite if f.size] + [1e-9])
+    size = max(3.5, 0.42 * d + 1.8)
+    fig = Figure(figsize=(size * len(panels) + 1.2, size))
+    axes = fig.subplots(1, len(panels), squeeze=False)
+    cm = matplotlib.colormaps[cmap].copy()
+    cm.set_bad("#d0d0d0")
+    im = None
+    for k, (ax, (title, m)) in enumerate(zip(axes[0], panels.items())):
+        im = ax.imshow(np.ma.masked_invalid(m), cmap=cm, vmin=0.0, vmax=vmax)
+        ax.set_xticks(range(d), [_short(a, 14) for a in attrs], rotation=90, fontsize=7)
+        ax.set_yticks(range(d), [_short(a, 14) for a in attrs] if k == 0 else [], fontsize=7)
+        ax.set_title(title, fontsize=9)
+        if d <= 12:
+            for i, j in zip(*np.nonzero(np.isfinite(m))):
+                r, g, b, _ = cm(m[i, j] / vmax)
+                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                        color="black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white")
+    fig.colorbar(cast(Any, im), ax=list(axes[0]), shrink=0.8, label=label)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return png(fig)
+
+
+def structure(model: Any) -> bytes:
+    """Dependency graph (cliques, dropped edges, fill-in) and junction tree of ``model``."""
+    dg = getattr(model, "graph", None)
+    if dg is not None:
+        graph, dropped, title = dg.graph, dg.dropped, f"Dependency graph (phi = {dg.phi:g})"
+    else:
+        graph = nx.Graph()
+        graph.add_nodes_from(model.domain.attrs)
+        fill = {frozenset(e) for e in model.tree.fill_edges}
+        graph.add_edges_from(e for c in model.tree.cliques for e in _pairs(c) if frozenset(e) not in fill)
+        dropped, title = [], "Model graph (no dependency graph stored)"
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "structure.png")
+        plot_graph(graph, model.tree, path, title=title, dropped_edges=dropped)
+        with open(path, "rb") as fh:
+            return fh.read()
+
+
+def _pairs(clique: Sequence[str]) -> list[tuple[str, str]]:
+    c = list(clique)
+    return [(c[i], c[j]) for i in range(len(c)) for j in range(i + 1, len(c))]
+
+
+def _short(text: str, width: int = 18) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[:width - 1] + "\u2026"

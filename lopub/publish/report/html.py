@@ -1,0 +1,348 @@
+"""One self-contained HTML release report: privacy, parameters, pictures, scores, warnings.
+
+Sections (``<section id=...>``):
+
+``summary``, ``warnings``, ``privacy``, ``protocol``, ``model``
+    always (``protocol`` says so when no collection parameters are stored);
+``scores``, ``pair-tvd``, ``pairs`` (real data only)
+    SDMetrics' Column Shapes and Column Pair Trends (all pairs and pairs with
+    real association above 0.3), lopub's all-pairs mean 2-way TVD and the
+    independence baseline (see :mod:`lopub.publish.report.scores`); heatmaps of
+    pairwise TVD of the release and of the baseline; a per-pair table;
+``distributions``
+    per attribute, bars of the model's marginal and of the synthetic and real
+    data when given;
+``mutual-information``
+    the MI the model was built on (estimated from the reports), next to the
+    real data's MI when given;
+``structure``
+    dependency graph and junction tree;
+``absent``
+    without real data: which sections need it.
+
+Pictures are PNG (matplotlib, Agg) embedded as ``data:`` URIs; the page has
+no script and no external resource.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from lopub._version import __version__
+from lopub.data.dataset import Dataset
+from lopub.dependency.cache import query_source
+from lopub.dependency.mi import mutual_information
+from lopub.io import atomic_write_text
+from lopub.publish.report import figures
+from lopub.publish.report.data import as_dataset
+from lopub.publish.report.notes import collection_of, privacy_statement, release_warnings
+from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_matrix, quality_scores
+
+MAX_PAIR_ROWS = 300
+CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;
+padding-bottom:.2em;margin-top:2em}table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3f3f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums}.warn{background:#fff4e5;border-left:4px solid
+#e69500;padding:.4em .8em;margin:.4em 0}.danger{background:#fdecea;border-left-color:#d62728}
+.note{color:#555;font-size:.92em}.grid{display:flex;flex-wrap:wrap;gap:.6em}img{max-width:100%}
+figure{margin:.4em 0}figcaption{font-size:.85em;color:#555}"""
+
+
+@dataclass
+class _Inputs:
+    model: Any
+    synthetic: Dataset | None
+    real: Dataset | None
+    scores: dict[str, Any] | None
+
+    @property
+    def real_scores(self) -> dict[str, Any]:
+        """The scores (computed with real data; the sections that read them need it)."""
+        if self.scores is None:
+            raise ValueError("the report has no real data, hence no scores")
+        return self.scores
+
+    @property
+    def release(self) -> Any:
+        return self.synthetic if self.synthetic is not None else self.model
+
+    @property
+    def release_name(self) -> str:
+        return "synthetic data" if self.synthetic is not None else "model (exact marginals)"
+
+
+def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: str | None = None) -> str:
+    """The HTML release report of ``model`` (and of its synthetic release, against real data).
+
+    Parameters
+    ----------
+    model : Model
+        The fitted model (its ``meta['fit']['collection']`` gives the privacy
+        parameters).
+    synthetic, real : pandas.DataFrame or Dataset, optional
+        Records over the model's domain.  Without ``synthetic`` the model's
+        exact marginals stand in for the release; without ``real`` the
+        real-data sections are left out (and the page says so).
+    title : str, optional
+
+    Returns
+    -------
+    str
+        A complete, self-contained HTML document.
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not a Model, or an input is not a DataFrame/Dataset.
+    DomainError
+        (a ``ValueError``) an input has a column or value outside the model's
+        domain; the message names the input, the column and the value.
+    """
+    from lopub.model.graphical import Model
+
+    if not isinstance(model, Model):
+        raise TypeError(f"model ({type(model).__name__}) must be a lopub Model")
+    syn = None if synthetic is None else as_dataset(synthetic, model.domain, "synthetic")
+    rl = None if real is None else as_dataset(real, model.domain, "real")
+    ctx = _Inputs(model, syn, rl, None)
+    if rl is not None:
+        ctx.scores = quality_scores(model, rl, ctx.release)
+    title = title or "lopub release report"
+    body = [f"<h1>{_e(title)}</h1>", _summary(ctx), _warnings(ctx), _privacy(ctx), _protocol(ctx),
+            _model_section(ctx)]
+    if rl is not None:
+        body.append(_scores(ctx))
+    body += [_distributions(ctx)]
+    if rl is not None:
+        body.append(_pair_tvd(ctx))
+    body += [_mutual_information(ctx), _structure(ctx)]
+    body.append(_pairs(ctx) if rl is not None else _absent())
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<meta name=\"generator\" content=\"lopub {__version__}\">\n<title>{_e(title)}</title>\n"
+            f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def write_report(path: str | os.PathLike, model: Any, synthetic: Any = None, real: Any = None, *,
+                 title: str | None = None) -> None:
+    """Write :func:`build_report` to ``path`` atomically (UTF-8)."""
+    atomic_write_text(path, build_report(model, synthetic, real, title=title))
+
+
+# sections ------------------------------------------------------------------
+def _summary(ctx: _Inputs) -> str:
+    m = ctx.model
+    s = m.summary()
+    rows = [("Attributes", s["attributes"]), ("Reports behind the model", _n(m.n)),
+            ("Cliques", s["cliques"]), ("Largest clique (cells)", f"{s['max_clique_cells']:,}"),
+            ("Synthetic records", _n(None if ctx.synthetic is None else ctx.synthetic.n, "not given")),
+            ("Real records", _n(None if ctx.real is None else ctx.real.n, "not given"))]
+    coll = collection_of(m)
+    rows.insert(1, ("Epsilon per record", "none recorded (no privacy guarantee)" if coll is None
+                    else f"{float(coll['epsilon_per_record']):.4g}"))
+    if ctx.scores is not None:
+        r = ctx.scores["release"]
+        rows += [("Column Shapes (SDMetrics)", _f(r["column_shapes"])),
+                 ("Column Pair Trends, associated pairs (SDMetrics)", _f(r["column_pair_trends_associated"])),
+                 ("Mean 2-way TVD, all pairs (lopub)", _f(r["mean_pair_tvd"]))]
+    return _section("summary", "Summary", _table(["", ""], rows, header=False))
+
+
+def _warnings(ctx: _Inputs) -> str:
+    ws = release_warnings(ctx.model, synthetic_n=None if ctx.synthetic is None else ctx.synthetic.n,
+                          real_n=None if ctx.real is None else ctx.real.n)
+    if not ws:
+        return _section("warnings", "Warnings", "<p>No warnings.</p>")
+    items = "".join(f"<div class=\"warn{' danger' if w.startswith(('High epsilon', 'No privacy')) else ''}\">"
+                    f"{_e(w)}</div>" for w in ws)
+    return _section("warnings", f"Warnings ({len(ws)})", items)
+
+
+def _privacy(ctx: _Inputs) -> str:
+    paras = privacy_statement(collection_of(ctx.model), real_shown=ctx.real is not None)
+    return _section("privacy", "Privacy statement", "".join(f"<p>{_e(p)}</p>" for p in paras))
+
+
+def _protocol(ctx: _Inputs) -> str:
+    coll, dom = collection_of(ctx.model), ctx.model.domain
+    if coll is None:
+        return _section("protocol", "Protocol and parameters",
+                        "<p>No collection parameters are stored in this model.</p>")
+    if coll.get("protocol") == "marginals":
+        head = _table(["", ""], [("Protocol", "marginal sampling: one attribute set per user, a frequency oracle"),
+                                 ("Epsilon per record", f"{float(coll['epsilon_per_record']):.4g}"),
+                                 ("Plan id", coll.get("plan_id", ""))], header=False)
+        sets = _table(["Attribute set", "Oracle"], [(", ".join(s), o) for s, o in
+                                                    zip(coll["subsets"], coll["oracles"])])
+        return _section("protocol", "Protocol and parameters", head + sets)
+    rows = [(a, dom.size(a), coll["h"].get(a), coll["m"].get(a), _f(coll["epsilon_per_attribute"].get(a), 4))
+            for a in dom.attrs]
+    head = _table(["", ""], [("Protocol", "LoPub randomized Bloom-filter reports"),
+                             ("f (bit-flip probability)", f"{coll['f']:g}"),
+                             ("Bits per report", f"{coll['bits_per_report']:,}"),
+                             ("Epsilon per record (sum over attributes)",
+                              f"{float(coll['epsilon_per_record']):.4g}")], header=False)
+    per = _table(["Attribute", "Categories", "h (hash functions)", "m (bits)", "Epsilon"], rows)
+    return _section("protocol", "Protocol and parameters", head + per)
+
+
+def _model_section(ctx: _Inputs) -> str:
+    m = ctx.model
+    fit = m.meta.get("fit") if isinstance(m.meta.get("fit"), dict) else {}
+    rows = [("Estimator", fit.get("method", "unknown")), ("phi (dependency degree)", fit.get("phi", "unknown")),
+            ("Clique budget (cells)", fit.get("clique_budget", "unknown")),
+            ("Dependency-graph edges", "unknown" if m.graph is None else len(m.graph.edges)),
+            ("Independent components", len(m.tree.roots))]
+    avd = m.meta.get("calibration_avd") or [None] * len(m.cliques)
+    cl = [(f"C{k}", ", ".join(m.tree.cliques[i]), f"{m.domain.cells(list(m.tree.cliques[i])):,}",
+           ", ".join(m.tree.separator(i)) or "(root)",
+           "" if m.n is None else f"{m.n / m.domain.cells(list(m.tree.cliques[i])):.3g}", _f(avd[i], 4))
+          for k, i in enumerate(m.tree.order)]
+    return _section("model", "Model", _table(["", ""], rows, header=False) + _table(
+        ["Clique", "Attributes", "Cells", "Separator", "Reports per cell", "Calibration AVD"], cl))
+
+
+def _scores(ctx: _Inputs) -> str:
+    s, th = ctx.real_scores, SDMETRICS_ASSOCIATION_THRESHOLD
+    r, b = s["release"], s["independence"]
+    rows = [("Column Shapes", "SDMetrics: mean over columns of 1 - TVD", r["column_shapes"], b["column_shapes"]),
+            ("Column Pair Trends, all pairs", "SDMetrics: mean over pairs of 1 - TVD of the contingency tables",
+             r["column_pair_trends"], b["column_pair_trends"]),
+            (f"Column Pair Trends, associated pairs ({r['associated_pairs']} of {r['pairs_total']})",
+             f"SDMetrics QualityReport: only pairs whose real Cramer's V > {th:g}",
+             r["column_pair_trends_associated"], b["column_pair_trends_associated"]),
+            ("Overall", "SDMetrics QualityReport: mean of Column Shapes and the associated-pairs Column Pair Trends",
+             r["overall"], b["overall"]),
+            ("Mean 2-way TVD, all pairs", "lopub evaluate (lower is better)", r["mean_pair_tvd"], b["mean_pair_tvd"]),
+            ("Max 2-way TVD", "worst pair (lower is better)", r["max_pair_tvd"], b["max_pair_tvd"])]
+    table = _table(["Score", "Definition", f"Release: {ctx.release_name}", "Independence baseline"],
+                   [(a, d, _f(x), _f(y)) for a, d, x, y in rows])
+    note = ("<p class=\"note\">Scores are in [0, 1], higher is better; TVD = 1/2 sum |real - release| "
+            "over the cells. The independence baseline is the release built from the model's one-way "
+            "marginals only (every pair independent), computed exactly. A release that does not beat "
+            "it on the pair scores has learned no dependency. SDMetrics' thresholded score leaves out "
+            "pairs with little real association, where independence is already right.</p>")
+    cols = _table(["Attribute", "1 - TVD (release)", "1 - TVD (model one-way)"],
+                  [(a, _f(r["per_column"][a]), _f(b["per_column"][a])) for a in s["attrs"]])
+    return _section("scores", "Scores against the real data", table + note + cols)
+
+
+def _distributions(ctx: _Inputs) -> str:
+    imgs = []
+    for a in ctx.model.domain.attrs:
+        series = {"model": query_source(ctx.model, [a]).values}
+        if ctx.synthetic is not None:
+            series["synthetic"] = ctx.synthetic.project([a]).values
+        if ctx.real is not None:
+            series["real"] = ctx.real.project([a]).values
+        imgs.append(_img(figures.bars(a, ctx.model.domain.labels(a), series),
+                         f"distribution of {a}: " + ", ".join(series)))
+    intro = ("Per attribute: the model's marginal" + (", the synthetic data" if ctx.synthetic is not None else "")
+             + (" and the real data" if ctx.real is not None else "") + ".")
+    return _section("distributions", "Per-attribute distributions",
+                    f"<p>{_e(intro)}</p><div class=\"grid\">{''.join(imgs)}</div>")
+
+
+def _pair_tvd(ctx: _Inputs) -> str:
+    s = ctx.real_scores
+    attrs = s["attrs"]
+    one = {a: 1.0 - v for a, v in s["release"]["per_column"].items()}
+    one_b = {a: 1.0 - v for a, v in s["independence"]["per_column"].items()}
+    panels = {f"{ctx.release_name} vs real": pair_matrix(s["pairs"], attrs, "tvd_release", one),
+              "independence baseline vs real": pair_matrix(s["pairs"], attrs, "tvd_independence", one_b)}
+    pic = figures.heatmaps(panels, attrs, label="TVD (0 = identical)", cmap="magma_r")
+    return _section("pair-tvd", "Pairwise TVD against the real data",
+                    "<p>TVD of every 2-way table (diagonal: one-way TVD), release and independence "
+                    "baseline on one colour scale.</p>" + _img(pic, "pairwise TVD heatmaps"))
+
+
+def _mutual_information(ctx: _Inputs) -> str:
+    attrs = list(ctx.model.domain.attrs)
+    if ctx.model.graph is not None:
+        est = np.array(ctx.model.graph.mi, dtype=float)
+        label = "estimated from the reports (the graph's MI)"
+    else:
+        est = _mi_matrix(ctx.model, attrs)
+        label = "of the model"
+    np.fill_diagonal(est, np.nan)
+    panels = {f"MI {label}": est}
+    if ctx.real is not None:
+        panels["MI of the real data"] = pair_matrix(ctx.real_scores["pairs"], attrs, "real_mi")
+    pic = figures.heatmaps(panels, attrs, label="mutual information (nats)")
+    return _section("mutual-information", "Mutual information",
+                    "<p>Pairwise mutual information in nats (grey: not computed).</p>"
+                    + _img(pic, "mutual information heatmaps"))
+
+
+def _structure(ctx: _Inputs) -> str:
+    return _section("structure", "Dependency graph and junction tree",
+                    _img(figures.structure(ctx.model), "dependency graph and junction tree"))
+
+
+def _pairs(ctx: _Inputs) -> str:
+    pairs = sorted(ctx.real_scores["pairs"], key=lambda p: -p["tvd_release"])
+    rows = [(p["a"], p["b"], _f(p["real_association"]), "yes" if p["counted"] else "no", _f(p["real_mi"], 4),
+             _f(p["tvd_release"]), _f(p["tvd_independence"])) for p in pairs[:MAX_PAIR_ROWS]]
+    more = (f"<p class=\"note\">{len(pairs) - MAX_PAIR_ROWS} more pairs not shown.</p>"
+            if len(pairs) > MAX_PAIR_ROWS else "")
+    return _section("pairs", "Pairs, worst first", _table(
+        ["A", "B", "Real Cramer's V", "Counted by SDMetrics", "Real MI (nats)", "TVD release",
+         "TVD independence"], rows) + more)
+
+
+def _absent() -> str:
+    return _section("absent", "Sections that need real data",
+                    "<p>No real data was given, so this report leaves out the scores against the real "
+                    "data (SDMetrics' Column Shapes and Column Pair Trends, lopub's 2-way TVD and the "
+                    "independence baseline), the pairwise TVD heatmap, the real data's bars and "
+                    "mutual information, and the per-pair table.</p>")
+
+
+# helpers -------------------------------------------------------------------
+def _mi_matrix(model: Any, attrs: Sequence[str]) -> np.ndarray:
+    m = np.full((len(attrs), len(attrs)), np.nan)
+    for i in range(len(attrs)):
+        for j in range(i + 1, len(attrs)):
+            m[i, j] = m[j, i] = mutual_information(query_source(model, [attrs[i], attrs[j]]))
+    return m
+
+
+def _section(sid: str, title: str, content: str) -> str:
+    return f"<section id=\"{sid}\">\n<h2>{_e(title)}</h2>\n{content}\n</section>"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, header: bool = True) -> str:
+    head = "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>" if header else ""
+    body = "".join("<tr>" + "".join(_cell(v, k, header) for k, v in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table>{head}{body}</table>"
+
+
+def _cell(v: Any, k: int, header: bool) -> str:
+    if not header and k == 0:
+        return f"<th>{_e(v)}</th>"
+    num = isinstance(v, (int, float)) or (isinstance(v, str) and v.replace(".", "").replace(",", "").isdigit())
+    return f"<td class=\"num\">{_e(v)}</td>" if num else f"<td>{_e(v)}</td>"
+
+
+def _img(data: bytes, alt: str) -> str:
+    return (f"<figure><img alt=\"{_e(alt)}\" src=\"data:image/png;base64,"
+            f"{base64.b64encode(data).decode('ascii')}\"></figure>")
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "n/a"
+    return f"{float(v):.{digits}f}"
+
+
+def _n(v: int | None, missing: str = "unknown") -> str:
+    return missing if v is None else f"{v:,}"

@@ -1,0 +1,337 @@
+"""The reports dataset (``lopub-reports-dataset``, version 1): a folder of Parquet parts.
+
+Layout of a dataset folder::
+
+    reports/
+        _lopub_dataset.json      the manifest (JSON Schema: jsonschema/reports-dataset.schema.json)
+        part-00000.parquet       a lopub-reports v1 file (readable on its own)
+        part-00001.parquet
+        ...
+
+The manifest::
+
+    {"format": "lopub-reports-dataset", "version": 1, "n": 70000,
+     "spec": {...lopub-spec...},
+     "parts": [{"file": "part-00000.parquet", "n": 50000, "bytes": 812345,
+                "sha256": "9f86d0..."}, ...]}
+
+Only the parts listed in the manifest belong to the dataset, in the listed
+order; every part holds reports under the manifest's spec.  A batch is
+appended by writing its part under a temporary name, fsync, rename, and then
+replacing the manifest atomically, all under a lock file
+(``.lopub_dataset.lock``, POSIX ``flock``); a crash at any point leaves the
+previous manifest, so a reader never sees a half-written or half-listed part
+(an unlisted ``part-*.parquet`` left by a crash is ignored and never reused).
+Errors are :class:`~lopub.errors.ReportsFormatError` naming the folder.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from lopub.errors import ReportsFormatError
+from lopub.io import atomic_path, fsync_dir
+from lopub.reports.parquet import open_reports, read_batches, write_reports
+from lopub.reports.spec import CollectionSpec
+from lopub.formats import DATASET_FORMAT, DATASET_VERSION
+from lopub.formats._io import dump_json
+from lopub.reports.spec import spec_from_dict, spec_to_dict
+
+MANIFEST = "_lopub_dataset.json"
+LOCK = ".lopub_dataset.lock"
+PART = "part-{:05d}.parquet"
+_PART_RE = re.compile(r"^part-(\d{5,})\.parquet$")
+_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    """One listed part: file name (in the folder), row count, size in bytes, SHA-256 (hex)."""
+
+    file: str
+    n: int
+    bytes: int
+    sha256: str
+
+
+def is_dataset_path(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a dataset folder rather than a single reports file.
+
+    An existing folder is one (to be refused by :func:`create_folder` unless it
+    is a dataset already), an existing file is not; a path that does not exist
+    is a folder when it ends with a separator or its name has no suffix
+    (``reports`` but not ``reports.parquet``).
+    """
+    p = Path(path)
+    if p.is_dir():
+        return True
+    if p.exists():
+        return False
+    return os.fspath(path).endswith((os.sep, "/")) or p.suffix == ""
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_BLOCK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def manifest_to_dict(spec: CollectionSpec, parts: tuple[PartInfo, ...]) -> dict[str, Any]:
+    """The manifest JSON object of a dataset of ``parts`` under ``spec``."""
+    return {"format": DATASET_FORMAT, "version": DATASET_VERSION, "n": sum(p.n for p in parts),
+            "spec": spec_to_dict(spec), "parts": [asdict(p) for p in parts]}
+
+
+def _part_from_dict(obj: Any, where: str) -> PartInfo:
+    ok = (isinstance(obj, dict) and isinstance(obj.get("file"), str) and _PART_RE.match(obj["file"])
+          and all(type(obj.get(k)) is int and obj[k] >= 0 for k in ("n", "bytes"))
+          and isinstance(obj.get("sha256"), str) and re.fullmatch(r"[0-9a-f]{64}", obj["sha256"]))
+    if not ok:
+        raise ReportsFormatError(f"{where}: a part must be {{\"file\": \"part-NNNNN.parquet\", \"n\": "
+                                 f"int >= 0, \"bytes\": int >= 0, \"sha256\": 64 hex digits}}; "
+                                 f"got {obj!r:.120}")
+    return PartInfo(obj["file"], obj["n"], obj["bytes"], obj["sha256"])
+
+
+def manifest_from_dict(obj: Any, folder: str) -> tuple[CollectionSpec, tuple[PartInfo, ...]]:
+    """(spec, parts) of a parsed manifest; ReportsFormatError naming ``folder`` otherwise."""
+    where = os.path.join(folder, MANIFEST)
+    if not isinstance(obj, dict) or obj.get("format") != DATASET_FORMAT:
+        raise ReportsFormatError(f"{where}: not a lopub reports dataset manifest "
+                                 f"(expected \"format\": \"{DATASET_FORMAT}\")")
+    if type(obj.get("version")) is not int or obj["version"] != DATASET_VERSION:
+        raise ReportsFormatError(f"{where}: dataset version {obj.get('version')!r} is not supported "
+                                 f"(this lopub reads version {DATASET_VERSION})")
+    if not isinstance(obj.get("parts"), list):
+        raise ReportsFormatError(f"{where}: \"parts\" must be a list of parts")
+    try:
+        spec = spec_from_dict(obj.get("spec"))
+    except ValueError as exc:
+        raise ReportsFormatError(f"{where}: invalid spec: {exc}") from None
+    parts = tuple(_part_from_dict(p, where) for p in obj["parts"])
+    if len({p.file for p in parts}) != len(parts):
+        raise ReportsFormatError(f"{where}: a part is listed twice")
+    if obj.get("n") != sum(p.n for p in parts):
+        raise ReportsFormatError(f"{where}: \"n\" ({obj.get('n')!r}) must be the sum of the parts' "
+                                 f"row counts ({sum(p.n for p in parts)})")
+    return spec, parts
+
+
+def read_manifest(folder: str | os.PathLike) -> tuple[CollectionSpec, tuple[PartInfo, ...]]:
+    """Read and check the manifest of dataset ``folder``."""
+    name = os.fspath(folder)
+    path = Path(folder, MANIFEST)
+    if not path.exists():
+        raise FileNotFoundError(f"{name!r} is not a lopub reports dataset (no {MANIFEST} in it)")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ReportsFormatError(f"{path}: not valid JSON ({exc})") from None
+    return manifest_from_dict(obj, name)
+
+
+def write_manifest(folder: str | os.PathLike, spec: CollectionSpec, parts: tuple[PartInfo, ...]) -> None:
+    """Replace the manifest atomically (temporary file, fsync, rename, fsync of the folder)."""
+    dump_json(manifest_to_dict(spec, parts), Path(folder, MANIFEST))
+
+
+def check_part_file(folder: str | os.PathLike, part: PartInfo, *, checksum: bool = False) -> Path:
+    """The path of a listed part, checked to exist with the listed size (and SHA-256)."""
+    path = Path(folder, part.file)
+    if not path.is_file():
+        raise ReportsFormatError(f"{os.fspath(folder)}: listed part {part.file} is missing")
+    size = path.stat().st_size
+    if size != part.bytes:
+        raise ReportsFormatError(f"{os.fspath(folder)}: part {part.file} has {size} bytes, the "
+                                 f"manifest says {part.bytes} (truncated or replaced)")
+    if checksum and sha256_file(path) != part.sha256:
+        raise ReportsFormatError(f"{os.fspath(folder)}: part {part.file} does not match its SHA-256 "
+                                 f"checksum in the manifest (corrupted or replaced)")
+    return path
+
+
+def unlisted_parts(folder: str | os.PathLike, parts: tuple[PartInfo, ...]) -> list[str]:
+    """``part-*.parquet`` files in ``folder`` that the manifest does not list (ignored)."""
+    listed = {p.file for p in parts}
+    return sorted(f for f in os.listdir(folder) if _PART_RE.match(f) and f not in listed)
+
+
+def next_part_name(folder: str | os.PathLike, parts: tuple[PartInfo, ...]) -> str:
+    """A part name after every listed and every unlisted part file in ``folder``."""
+    names = [p.file for p in parts] + unlisted_parts(folder, parts)
+    last = max((int(m.group(1)) for m in map(_PART_RE.match, names) if m), default=-1)
+    return PART.format(last + 1)
+
+
+def publish_part(folder: str | os.PathLike, name: str, n: int, write: Any) -> PartInfo:
+    """Write a part with ``write(tmp_path)``, fsync and rename it to ``name``; its PartInfo."""
+    target = Path(folder, name)
+    if target.exists():
+        raise FileExistsError(f"{os.fspath(folder)}: part {name} exists already")
+    with atomic_path(target) as tmp:
+        write(tmp)
+        info = PartInfo(name, n, tmp.stat().st_size, sha256_file(tmp))
+    return info
+
+
+def copy_part(src: str | os.PathLike, folder: str | os.PathLike, name: str, n: int) -> PartInfo:
+    """Copy a reports file byte for byte into ``folder`` as part ``name``."""
+    return publish_part(folder, name, n, lambda tmp: shutil.copyfile(src, tmp))
+
+
+@contextlib.contextmanager
+def locked(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold the dataset's lock file (exclusive ``flock``; no locking where fcntl is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(Path(folder, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def create_folder(folder: str | os.PathLike, spec: CollectionSpec) -> None:
+    """Create ``folder`` (its parent must exist) as an empty dataset; it must not exist yet.
+
+    An existing folder is refused even when empty, so that lopub never
+    writes parts into a folder it did not make.
+    """
+    path, name = Path(folder), os.fspath(folder)
+    if (path / MANIFEST).exists():
+        raise FileExistsError(f"{name!r} is a reports dataset already; append to it "
+                              f"(lopub encode --append, ReportsDataset.open(...).append) or choose "
+                              f"a new folder name")
+    if path.exists():
+        kind = "folder" if path.is_dir() else "file"
+        raise FileExistsError(f"{name!r} is an existing {kind}, not a reports dataset; give a new "
+                              f"folder name (lopub creates the folder)")
+    if not path.parent.exists():
+        raise FileNotFoundError(f"output folder {os.fspath(path.parent)!r} does not exist")
+    path.mkdir()
+    write_manifest(path, spec, ())
+    fsync_dir(path.parent)
+
+
+def spec_difference(a: CollectionSpec, b: CollectionSpec, names: tuple[str, str] = ("a", "b")) -> str:
+    """How two specs differ, naming the first differing field; ``""`` if they are equal.
+
+    E.g. ``"f differs: 0.5 in the dataset, 0.25 in the batch"`` with
+    ``names=("the dataset", "the batch")``.
+    """
+    return dict_difference(spec_to_dict(a), spec_to_dict(b), names)
+
+
+def dict_difference(a: dict, b: dict, names: tuple[str, str] = ("a", "b")) -> str:
+    """:func:`spec_difference` for two JSON objects."""
+    found = _first_difference(a, b, "")
+    if found is None:
+        return ""
+    field, x, y = found
+    return f"{field} differs: {_short(x)} in {names[0]}, {_short(y)} in {names[1]}"
+
+
+def _first_difference(x: Any, y: Any, where: str) -> tuple[str, Any, Any] | None:
+    if isinstance(x, dict) and isinstance(y, dict):
+        for k in list(x) + [k for k in y if k not in x]:
+            found = _first_difference(x.get(k, "(absent)"), y.get(k, "(absent)"), f"{where}{k}.")
+            if found:
+                return found
+        return None
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        for i, (u, v) in enumerate(zip(x, y)):
+            found = _first_difference(u, v, f"{where[:-1]}[{i}].")
+            if found:
+                return found
+        return None
+    return None if x == y else (where[:-1], x, y)
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# reading and appending, shared by Reports (file or folder) and ReportsDataset ------------------
+def open_folder(folder: str | os.PathLike, spec: CollectionSpec | None = None
+                ) -> tuple[CollectionSpec, tuple[PartInfo, ...]]:
+    """The spec and parts of a dataset folder, every listed part checked to exist with its size.
+
+    ``spec`` (optional) must be the dataset's spec; the message names the first difference.
+    """
+    file_spec, parts = read_manifest(folder)
+    if spec is not None and spec != file_spec:
+        raise ReportsFormatError(f"{os.fspath(folder)}: reports were collected under a different spec "
+                                 f"than the one given: "
+                                 f"{spec_difference(file_spec, spec, ('the dataset', 'the given spec'))}")
+    for part in parts:
+        check_part_file(folder, part)
+    return file_spec, parts
+
+
+def iter_parts(paths: Iterable[tuple[PartInfo, Path]], spec: CollectionSpec, chunk_size: int, *,
+               folder: str | os.PathLike | None = None) -> Iterator[np.ndarray]:
+    """Packed reports part after part, as Parquet hands them out (checked against the manifest)."""
+    for part, path in paths:
+        if folder is not None:
+            check_part_file(folder, part)
+        pf, _, n = open_reports(path, spec)
+        if n != part.n:
+            raise ReportsFormatError(f"{os.fspath(path)}: holds {n} reports, the manifest says {part.n}")
+        yield from read_batches(pf, spec, path, chunk_size)  # checksum verified
+
+
+def rechunk(packed: Iterable[np.ndarray], chunk_size: int) -> Iterator[np.ndarray]:
+    """Batches of exactly ``chunk_size`` rows (the last may be smaller) across part boundaries."""
+    buf: list[np.ndarray] = []
+    have = 0
+    for block in packed:
+        buf.append(block)
+        have += len(block)
+        while have >= chunk_size:
+            joined = buf[0] if len(buf) == 1 else np.concatenate(buf)
+            yield joined[:chunk_size]
+            rest = joined[chunk_size:]
+            buf, have = ([rest] if len(rest) else []), len(rest)
+    if have:
+        yield buf[0] if len(buf) == 1 else np.concatenate(buf)
+
+
+def read_folder(folder: str | os.PathLike, spec: CollectionSpec | None, chunk_size: int
+                ) -> tuple[CollectionSpec, int, Iterator[np.ndarray]]:
+    """Spec, number of reports and a stream of packed batches of a dataset folder."""
+    file_spec, parts = open_folder(folder, spec)
+    paths = [(p, Path(folder, p.file)) for p in parts]
+    stream = rechunk(iter_parts(paths, file_spec, chunk_size, folder=folder), chunk_size)
+    return file_spec, sum(p.n for p in parts), stream
+
+
+def append_part(folder: str | os.PathLike, spec: CollectionSpec, reports: Any) -> tuple[PartInfo, ...]:
+    """Add ``reports`` (same spec, checked by the caller) as a new part; the parts now listed.
+
+    The part is written under a temporary name, fsynced and renamed, then the
+    manifest is replaced atomically under the dataset's lock, after re-reading
+    it, so parts appended meanwhile by others are kept.
+    """
+    with locked(folder):
+        _, parts = read_manifest(folder)
+        name = next_part_name(folder, parts)
+        info = publish_part(folder, name, reports.n, lambda tmp: write_reports(reports, tmp))
+        write_manifest(folder, spec, parts + (info,))
+    return parts + (info,)
