@@ -105,8 +105,16 @@ export function marginalReport(desc, i, answers, src) {
   throw new RangeError(`oracle ${o.oracle} is not one of grr, oue, olh`);
 }
 
-/** Bit positions of one value's Bloom filter (lopub.spec.bloom_positions). */
+const positionsCache = new Map();
+
+/** Bit positions of one value's Bloom filter (lopub.spec.bloom_positions); public, so cached. */
 export function bloomPositions(key, attr, salt, label, h, m) {
+  const id = JSON.stringify([key, attr, salt, label, h, m]);
+  if (!positionsCache.has(id)) positionsCache.set(id, computePositions(key, attr, salt, label, h, m));
+  return positionsCache.get(id);
+}
+
+function computePositions(key, attr, salt, label, h, m) {
   const msg = utf8(`${attr}\u0000${salt}\u0000${label}`);
   const k = utf8(key).subarray(0, 64);
   const words = [];
