@@ -108,7 +108,7 @@ class Collection:
             for j, (c, s) in enumerate(zip(claimed, subsets.tolist())):
                 if type(c) is not int or c != s:
                     errors[j] = f"subset ({c!r}) must be the subset assigned by the token ({s})"
-        for i in range(self.n_subsets):  # one vectorized check per subset (a few per plan)
+        for i in np.unique(subsets[subsets >= 0]).tolist():  # one vectorized check per subset present
             rows = [j for j in np.flatnonzero(subsets == i).tolist() if j not in errors]
             if rows:
                 kind = "bloom" if self.kind == "bloom" else self.params.oracles[i]
