@@ -156,3 +156,18 @@ def test_no_true_value_or_token_in_store(app, tmp_path):
     client.post("/api/c/m/report", json=_valid(e["subset"], e["token"]))
     raw = (tmp_path / "r.sqlite").read_bytes() + (tmp_path / "r.sqlite-wal").read_bytes()
     assert e["token"].encode() not in raw and e["token"].split(".")[1].encode() not in raw
+
+
+def test_page_and_scripts_served(app):
+    client, _ = app
+    from pathlib import Path
+
+    js = Path(__file__).resolve().parents[1] / "clients" / "js"
+    for name in ("lopub.js", "blake2b.js"):
+        r = client.get(f"/js/{name}")
+        assert r.status_code == 200 and r.content == (js / name).read_bytes()
+    assert client.get("/js/secret.txt").status_code == 404
+    page = client.get("/c/m")
+    assert page.status_code == 200 and 'data-collection="m"' in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert client.get("/c/nope").status_code == 404

@@ -28,7 +28,7 @@ import json
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,6 @@ from lopub.serve.storage import GroupWriter, Store
 log = logging.getLogger("lopub.serve")
 STATIC = Path(__file__).with_name("static")
 JS_FILES = ("lopub.js", "blake2b.js")
-
-
-def default_js_dir() -> Path:
-    """``clients/js`` of the source tree this package runs from."""
-    return Path(__file__).resolve().parents[2] / "clients" / "js"
 
 
 class RateLimit:
@@ -88,7 +83,7 @@ class ServeConfig:
     rate: float = 20.0
     burst: float = 40.0
     token_ttl: float = 86400.0
-    js_dir: Path = field(default_factory=default_js_dir)
+    js_dir: Path = STATIC  # lopub.js, blake2b.js: links to clients/js (copies in a wheel)
 
 
 def _error(status: int, message: str) -> JSONResponse:
