@@ -117,7 +117,7 @@ def bench_single(port: int, items: list[dict], clients: int) -> dict:
             "max_ms": round(float(ms.max()), 1)}
 
 
-def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
+def bench_kill(work: Path, secret: bytes, n: int, batch: int, delay: float) -> dict:
     """kill -9 during load, restart, resend everything; check acknowledged == durable."""
     plan = MarginalPlan(DOMAIN, (("q5",),), 2.0, oracles=("olh",))
     plan.to_json(work / "kill_plan.json")
@@ -148,6 +148,7 @@ def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
         t.start()
     while len(acked) < n // 2 and any(t.is_alive() for t in threads):
         time.sleep(0.005)
+    time.sleep(delay)  # a random moment: batches are being validated, written or answered
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     for t in threads:
@@ -162,31 +163,15 @@ def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
     a_values = [int(np.frombuffer(p, "<i8")[0]) for (p,) in db.execute("SELECT payload FROM reports")]
     n_tokens = db.execute("SELECT COUNT(*) FROM used_tokens").fetchone()[0]
     stored = set(a_values)
-    return {"n": n, "acknowledged_before_kill": acked_at_kill,
+    return {"n": n, "kill_delay_ms": round(1000 * delay, 1), "acknowledged_before_kill": acked_at_kill,
             "acknowledged_all_present": all(i + 1 in stored for i in acked),
             "duplicates": len(a_values) - len(stored), "stored_after_resend": len(a_values),
             "used_tokens": n_tokens, "acknowledged_refused_as_replay": set(acked) <= replays,
             "stored_before_restart_not_acknowledged": len(replays) - acked_at_kill}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--batch", type=int, default=10_000)
-    ap.add_argument("--single", type=int, default=20_000)
-    ap.add_argument("--clients", type=int, default=100)
-    ap.add_argument("--kill-n", type=int, default=200_000)
-    ap.add_argument("--workdir", default="/tmp/lopub-bench-serve")
-    ap.add_argument("--out", default=None)
-    a = ap.parse_args()
-    for name in ("n", "batch", "single", "clients", "kill_n"):
-        if not 1 <= getattr(a, name) <= 10_000_000:
-            ap.error(f"--{name.replace('_', '-')} ({getattr(a, name)}) must be in [1, 10^7]")
-    work = Path(a.workdir)
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "relay.key").write_text(RELAY)
-    secret = tokens.load_secret(work / "secret")
-    (work / "store.sqlite").unlink(missing_ok=True)
+def run_load(work: Path, secret: bytes, a: argparse.Namespace) -> dict:
+    """The batch and single-report benchmarks on a fresh store."""
     plan = plan_marginals(DOMAIN, 10**6, 2.0)
     plan.to_json(work / "plan.json")
     rng = np.random.default_rng(0)
@@ -196,17 +181,45 @@ def main() -> None:
           f"(plan: {plan.n_subsets} subsets, oracles {sorted(set(plan.oracles))})", flush=True)
     port = free_port()
     proc = start(work, work / "plan.json", port)
-    base = f"http://127.0.0.1:{port}"
     try:
-        results = {"batch": bench_batch(base, batch_items, a.batch)}
-        print(json.dumps(results["batch"]), flush=True)
-        results["single"] = bench_single(port, single_items, a.clients)
-        print(json.dumps(results["single"]), flush=True)
+        out = {"batch": bench_batch(f"http://127.0.0.1:{port}", batch_items, a.batch)}
+        print(json.dumps(out["batch"]), flush=True)
+        out["single"] = bench_single(port, single_items, a.clients)
+        print(json.dumps(out["single"]), flush=True)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
-    results["kill"] = bench_kill(work, secret, a.kill_n, min(a.batch, 2000))
-    print(json.dumps(results["kill"]), flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--single", type=int, default=20_000)
+    ap.add_argument("--clients", type=int, default=100)
+    ap.add_argument("--kill-n", type=int, default=200_000)
+    ap.add_argument("--kill-runs", type=int, default=3)
+    ap.add_argument("--only", choices=["all", "kill"], default="all")
+    ap.add_argument("--workdir", default="/tmp/lopub-bench-serve")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    for name in ("n", "batch", "single", "clients", "kill_n", "kill_runs"):
+        if not 1 <= getattr(a, name) <= 10_000_000:
+            ap.error(f"--{name.replace('_', '-')} ({getattr(a, name)}) must be in [1, 10^7]")
+    work = Path(a.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "relay.key").write_text(RELAY)
+    secret = tokens.load_secret(work / "secret")
+    (work / "store.sqlite").unlink(missing_ok=True)
+    results: dict = {}
+    if a.only == "all":
+        results.update(run_load(work, secret, a))
+    results["kill"] = []
+    for _ in range(a.kill_runs):  # kill -9 at random moments after half the reports
+        delay = int.from_bytes(os.urandom(2), "little") / 65536 * 0.2
+        results["kill"].append(bench_kill(work, secret, a.kill_n, min(a.batch, 2000), delay))
+        print(json.dumps(results["kill"][-1]), flush=True)
     if a.out:
         Path(a.out).write_text(json.dumps(results, indent=1) + "\n")
 

@@ -9,12 +9,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 import pytest
 
-from lopub import Attribute, CollectionSpec, Dataset, Domain, Reports, Synthesizer
+from lopub import Attribute, CollectionSpec, Domain, Reports, Synthesizer
 from lopub.collect import MarginalPlan, MarginalReports
 from lopub.serve.client import wire_reports
 from lopub.serve.export import export, shuffled_reports

@@ -30,7 +30,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from starlette.applications import Starlette
@@ -204,8 +204,8 @@ class Service:
         keep = [i for i in range(len(items)) if i not in errors]
         accepted: list[bool] = []
         if keep:
-            fut = self.writer.submit(c.name, [nonces[i] for i in keep],
-                                     subsets[keep].tolist(), [payloads[i] for i in keep])
+            fut = self.writer.submit(c.name, [cast(bytes, nonces[i]) for i in keep],  # valid: not None
+                                     subsets[keep].tolist(), [cast(bytes, payloads[i]) for i in keep])
             try:
                 accepted = await asyncio.wrap_future(fut)
             except Exception as exc:

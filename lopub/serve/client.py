@@ -96,7 +96,6 @@ def wire_reports(c: Collection, codes: np.ndarray, subsets: np.ndarray, *,
 
         packed = encode(Dataset(codes, c.params.domain), c.params, rng=rng).packed
         return [row.tobytes().hex() for row in packed]
-    from lopub.collect import MarginalPlan  # noqa: F401  (type of c.params)
 
     plan = c.params
     for i in range(plan.n_subsets):  # one vectorized oracle call per subset

@@ -18,7 +18,7 @@ import os
 import queue
 import sqlite3
 import threading
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

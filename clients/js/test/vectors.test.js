@@ -3,10 +3,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { webcrypto } from 'node:crypto';
 import { blake2b } from '../blake2b.js';
 import {
   WordSource, bernoulli, randint, marginalReport, bloomReport, assignUser, makeReport,
 } from '../lopub.js';
+if (!globalThis.crypto) globalThis.crypto = webcrypto; // Node 18: Web Crypto not yet global
 
 const V = JSON.parse(readFileSync(new URL('./vectors.json', import.meta.url), 'utf8'));
 const hex = (u) => Buffer.from(u).toString('hex');

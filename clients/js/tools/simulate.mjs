@@ -2,7 +2,9 @@
 // (tests/test_serve_device.py). Usage: node clients/js/tools/simulate.mjs DESCRIPTION.json JOB.json > OUT.json
 // JOB: {"subset": i, "values": [flat joint index per device]} or {"answers": [{attr: label}]} (Bloom).
 import { readFileSync } from 'node:fs';
+import { webcrypto } from 'node:crypto';
 import { WordSource, grr, unaryBits, packHex, olh, bloomReport } from '../lopub.js';
+if (!globalThis.crypto) globalThis.crypto = webcrypto; // Node 18: Web Crypto not yet global
 
 const desc = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const job = JSON.parse(readFileSync(process.argv[3], 'utf8'));
