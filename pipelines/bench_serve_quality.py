@@ -47,7 +47,7 @@ RELAY = "quality-relay-key-0123456789"
 def score(reports, data: Dataset, epsilon: float, seed: int) -> float:
     syn = Synthesizer(epsilon=epsilon).fit_reports(reports)
     sample = Dataset.from_pandas(syn.sample(data.n, seed=seed), data.domain)
-    return float(average_tvd(data, sample, k=2))
+    return float(average_tvd(data, sample, k=2)["mean"])
 
 
 def through_http(data: Dataset, plan, work: Path, seed: int):

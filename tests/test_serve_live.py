@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ pytest.importorskip("uvicorn")
 from lopub import Attribute, Domain  # noqa: E402
 from lopub.cli import main  # noqa: E402
 from lopub.collect import MarginalPlan, MarginalReports  # noqa: E402
-from lopub.serve.client import DeviceClient, post_batch, wire_reports  # noqa: E402
+from lopub.serve.client import DeviceClient, _request, post_batch, wire_reports  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
 from serve_live import get, running  # noqa: E402
 
@@ -61,3 +62,25 @@ def test_serve_refuses_bad_collection_arguments(tmp_path, capsys):
     (tmp_path / "d.json").write_text(DOMAIN.to_json())
     assert main(["serve", f"x={tmp_path / 'd.json'}"]) == 2
     assert "expected 'lopub-marginal-plan' or 'lopub-spec'" in capsys.readouterr().err
+
+
+def test_two_workers_share_the_store_and_refuse_replays(tmp_path):
+    plan = MarginalPlan(DOMAIN, (("smoker", "age"), ("region",)), 1.0)
+    plan.to_json(tmp_path / "plan.json")
+    with running({"s": tmp_path / "plan.json"}, tmp_path / "r.sqlite", "--workers", "2",
+                 "--rate", "1000") as (base, _):
+        device = DeviceClient(base, "s")
+        enrolments = [_request(f"{base}/api/c/s/enrol", {}) for _ in range(20)]
+        answers = {"smoker": "no", "age": "<30", "region": "west"}
+        bodies = [device.make_report(e, answers) for e in enrolments]
+        with ThreadPoolExecutor(8) as pool:  # every body twice, concurrently, to both workers
+            results = list(pool.map(lambda b: _try(_request, f"{base}/api/c/s/report", b), bodies * 2))
+        assert results.count("stored") == 20 and results.count("replay") == 20
+        assert get(f"{base}/api/c/s/count")["reports"] == 20
+
+
+def _try(request, url, body):
+    try:
+        return "stored" if request(url, body) == {"stored": 1} else "?"
+    except ValueError as exc:
+        return "replay" if "HTTP 409" in str(exc) else str(exc)

@@ -10,76 +10,48 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ._commands import add_command
 from ._common import add_verbosity, emit
 
 
-def parse_collections(items: list[str]) -> dict[str, Any]:
-    """``NAME=FILE`` arguments -> {name: Collection}."""
-    from ..serve.protocol import Collection
+def _options(a: argparse.Namespace) -> dict[str, Any]:
+    from ..serve.config import resolve
 
-    out = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ValueError(f"collection ({item!r}) must be NAME=FILE (a plan or spec JSON file)")
-        if not name.replace("-", "").replace("_", "").isalnum():
-            raise ValueError(f"collection name ({name!r}) must be letters, digits, '-' or '_'")
-        if name in out:
-            raise ValueError(f"collection name ({name!r}) is given twice")
-        out[name] = Collection.load(name, path)
-    return out
-
-
-def default_store(items: list[str]) -> str:
-    """The SQLite file beside the first collection file: ``<file stem>.reports.sqlite``."""
-    path = Path(items[0].partition("=")[2])
-    return str(path.with_name(path.stem + ".reports.sqlite"))
-
-
-def _read_key(path: str | None) -> str | None:
-    if path is None:
-        return None
-    text = Path(path).read_text(encoding="utf-8").strip()
-    if len(text) < 16:
-        raise ValueError(f"--relay-key-file ({path}) must hold a key of at least 16 characters")
-    return text
-
-
-def build_config(a: argparse.Namespace) -> Any:
-    from ..serve.app import ServeConfig
-    from ..serve.storage import open_store
-    from ..serve.tokens import load_secret
-
-    collections = parse_collections(a.collections)
-    store = a.store or default_store(a.collections)
-    secret_file = a.secret_file or str(Path(default_store(a.collections)).with_name("lopub-serve.secret"))
-    for name, value in (("--rate", a.rate), ("--max-body", a.max_body)):
-        if not value > 0:
-            raise ValueError(f"{name} ({value}) must be > 0")
-    return ServeConfig(collections, open_store(store), load_secret(secret_file),
-                       relay_key=_read_key(a.relay_key_file), max_body=a.max_body,
-                       rate=a.rate, burst=max(a.rate, 2 * a.rate))
+    return resolve({"collections": a.collections, "store": a.store, "secret_file": a.secret_file,
+                    "relay_key_file": a.relay_key_file, "max_body": a.max_body, "rate": a.rate})
 
 
 def cmd_serve(a: argparse.Namespace) -> None:
+    import json
+    import os
+
     import uvicorn
 
     from ..serve.app import build_app
+    from ..serve.config import ENV, build_config
 
-    cfg = build_config(a)
+    if not 1 <= a.workers <= 64:
+        raise ValueError(f"--workers ({a.workers}) must be in [1, 64]")
+    options = _options(a)
+    cfg = build_config(options)  # checks everything (and creates the secret) before serving
     print(f"lopub serve: {sorted(cfg.collections)} on http://{a.host}:{a.port}/ "
-          f"(store {a.store or default_store(a.collections)})", flush=True)
-    uvicorn.run(build_app(cfg), host=a.host, port=a.port, log_level="warning",
-                access_log=a.access_log)
+          f"(store {options['store']}, {a.workers} worker(s))", flush=True)
+    common = dict(host=a.host, port=a.port, log_level="warning", access_log=a.access_log)
+    if a.workers == 1:
+        uvicorn.run(build_app(cfg), **common)
+        return
+    cfg.store.close()
+    os.environ[ENV] = json.dumps(options)
+    uvicorn.run("lopub.serve.config:app_from_env", factory=True, workers=a.workers, **common)
 
 
 def cmd_export(a: argparse.Namespace) -> None:
     from ..serve.export import export
     from ..serve.storage import open_store
+
+    from ..serve.config import default_store, parse_collections
 
     collections = parse_collections([a.collection])
     store = open_store(a.store or default_store([a.collection]))
@@ -127,6 +99,7 @@ def _register_serve(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--rate", type=float, default=20.0, help="requests per second per address (default 20)")
     p.add_argument("--max-body", type=int, default=64 * 1024, help="bytes of one report request")
+    p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
     p.add_argument("--access-log", action="store_true", help="log request lines (never bodies)")
     add_verbosity(p)
     p.set_defaults(func=cmd_serve)
