@@ -3,7 +3,8 @@
 Usage::
 
     nice python pipelines/bench_serve.py [--n 1000000] [--batch 10000] [--single 20000]
-        [--clients 100] [--kill-n 200000] [--workdir /tmp/lopub-bench-serve] [--out bench_serve.json]
+        [--clients 100] [--kill-n 200000] [--kill-runs 3] [--workers 1] [--only all|load|kill]
+        [--workdir /tmp/lopub-bench-serve] [--out bench_serve.json]
 
 Everything runs on 127.0.0.1 with bounded loops.  The service is a real
 ``lopub serve`` process (uvicorn, SQLite WAL with ``synchronous=FULL``, group
@@ -56,10 +57,10 @@ RELAY = "bench-relay-key-0123456789abcdef"
 DOMAIN = Domain([Attribute(f"q{j}", [f"v{i}" for i in range(s)]) for j, s in enumerate((2, 3, 4, 5, 8, 16))])
 
 
-def start(work: Path, plan_file: Path, port: int) -> subprocess.Popen:
+def start(work: Path, plan_file: Path, port: int, workers: int = 1) -> subprocess.Popen:
     args = [sys.executable, "-m", "lopub", "serve", f"survey={plan_file}", "--store", str(work / "store.sqlite"),
             "--secret-file", str(work / "secret"), "--relay-key-file", str(work / "relay.key"),
-            "--port", str(port), "--rate", "1e9", "--max-body", "65536"]
+            "--port", str(port), "--rate", "1e9", "--max-body", "65536", "--workers", str(workers)]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_up(f"http://127.0.0.1:{port}", proc)
     return proc
@@ -180,9 +181,9 @@ def run_load(work: Path, secret: bytes, a: argparse.Namespace) -> dict:
     print(f"prepared {a.n + a.single} reports in {time.perf_counter() - t:.1f} s "
           f"(plan: {plan.n_subsets} subsets, oracles {sorted(set(plan.oracles))})", flush=True)
     port = free_port()
-    proc = start(work, work / "plan.json", port)
+    proc = start(work, work / "plan.json", port, a.workers)
     try:
-        out = {"batch": bench_batch(f"http://127.0.0.1:{port}", batch_items, a.batch)}
+        out = {"workers": a.workers, "batch": bench_batch(f"http://127.0.0.1:{port}", batch_items, a.batch)}
         print(json.dumps(out["batch"]), flush=True)
         out["single"] = bench_single(port, single_items, a.clients)
         print(json.dumps(out["single"]), flush=True)
@@ -200,11 +201,12 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=100)
     ap.add_argument("--kill-n", type=int, default=200_000)
     ap.add_argument("--kill-runs", type=int, default=3)
-    ap.add_argument("--only", choices=["all", "kill"], default="all")
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of the service")
+    ap.add_argument("--only", choices=["all", "kill", "load"], default="all")
     ap.add_argument("--workdir", default="/tmp/lopub-bench-serve")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    for name in ("n", "batch", "single", "clients", "kill_n", "kill_runs"):
+    for name in ("n", "batch", "single", "clients", "kill_n", "kill_runs", "workers"):
         if not 1 <= getattr(a, name) <= 10_000_000:
             ap.error(f"--{name.replace('_', '-')} ({getattr(a, name)}) must be in [1, 10^7]")
     work = Path(a.workdir)
@@ -213,10 +215,10 @@ def main() -> None:
     secret = tokens.load_secret(work / "secret")
     (work / "store.sqlite").unlink(missing_ok=True)
     results: dict = {}
-    if a.only == "all":
+    if a.only in ("all", "load"):
         results.update(run_load(work, secret, a))
     results["kill"] = []
-    for _ in range(a.kill_runs):  # kill -9 at random moments after half the reports
+    for _ in range(a.kill_runs if a.only != "load" else 0):  # kill -9 at random moments after half the reports
         delay = int.from_bytes(os.urandom(2), "little") / 65536 * 0.2
         results["kill"].append(bench_kill(work, secret, a.kill_n, min(a.batch, 2000), delay))
         print(json.dumps(results["kill"][-1]), flush=True)

@@ -84,3 +84,14 @@ def _try(request, url, body):
         return "stored" if request(url, body) == {"stored": 1} else "?"
     except ValueError as exc:
         return "replay" if "HTTP 409" in str(exc) else str(exc)
+
+
+@pytest.mark.parametrize("protocol, fmt", [("bloom", "lopub-spec"), ("one-attribute", "lopub-marginal-plan")])
+def test_serve_plan_writes_what_serve_reads(tmp_path, protocol, fmt, capsys):
+    DOMAIN.to_json(tmp_path / "domain.json")
+    out = tmp_path / "c.json"
+    assert main(["serve-plan", "--domain", str(tmp_path / "domain.json"), "--n", "5000", "--epsilon", "3",
+                 "--protocol", protocol, "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["format"] == fmt
+    c = Collection.load("c", out)
+    assert c.epsilon == pytest.approx(3.0) and c.kind == ("bloom" if protocol == "bloom" else "marginal")
