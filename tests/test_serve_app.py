@@ -171,3 +171,11 @@ def test_page_and_scripts_served(app):
     assert page.status_code == 200 and 'data-collection="m"' in page.text
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert client.get("/c/nope").status_code == 404
+
+
+def test_bad_hex_in_a_batch_refuses_only_those_reports():
+    c = Collection("m", PLAN)
+    items = [{"subset": 1, "report": r} for r in ("a5 0", "zzzz", "a5f0", "A5F0", "a5f\u0660")]
+    payloads, errors = c.validate(items, np.ones(5, dtype=np.int64))
+    assert sorted(errors) == [0, 1, 4]
+    assert payloads[2] == payloads[3] == bytes([0xA5, 0xF0])

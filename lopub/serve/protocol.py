@@ -105,9 +105,9 @@ class Collection:
         reports = [it.get("report") if isinstance(it, dict) else None for it in items]
         if self.kind == "marginal":
             claimed = [it.get("subset") if isinstance(it, dict) else None for it in items]
-            for j, (c, s) in enumerate(zip(claimed, subsets.tolist())):
-                if type(c) is not int or c != s:
-                    errors[j] = f"subset ({c!r}) must be the subset assigned by the token ({s})"
+            arr = np.array([c if type(c) is int and 0 <= c < 2**31 else -3 for c in claimed], dtype=np.int64)
+            for j in np.flatnonzero((arr != subsets) & (subsets >= 0)).tolist():  # the refused ones only
+                errors[j] = f"subset ({claimed[j]!r}) must be the subset assigned by the token ({subsets[j]})"
         for i in np.unique(subsets[subsets >= 0]).tolist():  # one vectorized check per subset present
             rows = [j for j in np.flatnonzero(subsets == i).tolist() if j not in errors]
             if rows:
@@ -170,11 +170,16 @@ def _hex_bits(reps: list, bits: int) -> tuple[np.ndarray, np.ndarray]:
     shaped = np.fromiter((type(r) is str and len(r) == 2 * width for r in reps), dtype=bool,
                          count=len(reps))
     raw = np.zeros((len(reps), width), dtype=np.uint8)
-    for pos in np.flatnonzero(shaped).tolist():  # bytes.fromhex is C; one call per report
-        try:
-            raw[pos] = np.frombuffer(bytes.fromhex(reps[pos]), dtype=np.uint8)
-        except ValueError:
-            shaped[pos] = False
+    rows = np.flatnonzero(shaped)
+    try:  # one parse of the whole batch; only a batch with bad hex is parsed report by report
+        raw[rows] = np.frombuffer(bytes.fromhex("".join([reps[p] for p in rows.tolist()])),
+                                  dtype=np.uint8).reshape(rows.size, width)
+    except ValueError:
+        for pos in rows.tolist():
+            try:
+                raw[pos] = np.frombuffer(bytes.fromhex(reps[pos]), dtype=np.uint8)
+            except ValueError:
+                shaped[pos] = False
     ok = shaped.copy()
     if bits % 8 and width:
         ok &= (raw[:, -1] & np.uint8(0xFF >> (bits % 8))) == 0
