@@ -116,8 +116,26 @@ def test_bloom_report_checked(app):
     width = SPEC.packed_bytes
     bad = client.post("/api/c/b/report", json={"token": e["token"], "report": "00" * (width - 1)})
     assert bad.status_code == 422 and f"hex of {width} bytes" in bad.json()["error"]
-    ok = client.post("/api/c/b/report", json={"token": e["token"], "report": "ff" * width})
+    cap = Collection("b", SPEC).max_ones(0)
+    assert SPEC.total_bits // 2 < cap < SPEC.total_bits
+    heavy = client.post("/api/c/b/report", json={"token": e["token"], "report": "ff" * width})
+    assert heavy.status_code == 422 and f"with at most {cap} ones" in heavy.json()["error"]
+    ok = client.post("/api/c/b/report", json={"token": e["token"], "report": "0f" * width})
     assert ok.status_code == 201 and store.count("b") == 1
+
+
+def test_too_many_ones_refused_honest_reports_pass():
+    """An all-ones unary report would support every value at once (a manipulation); honest
+    reports exceed the cap with probability below 1e-9."""
+    plan = MarginalPlan(DOMAIN, (("city", "age"),), 2.0, oracles=("oue",))
+    c = Collection("m", plan)
+    cap = c.max_ones(0)
+    assert 2 < cap < 36
+    honest = plan.oracle(0).perturb(np.random.default_rng(0).integers(0, 36, 20000), rng=1)
+    items = [{"subset": 0, "report": np.packbits(r).tobytes().hex()} for r in honest]
+    items.append({"subset": 0, "report": np.packbits(np.ones(36, bool)).tobytes().hex()})
+    payloads, errors = c.validate(items, np.zeros(len(items), dtype=np.int64))
+    assert list(errors) == [20000] and f"at most {cap} ones" in errors[20000]
 
 
 def test_body_limit_and_rate_limit(tmp_path):

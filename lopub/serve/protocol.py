@@ -19,6 +19,7 @@ every invalid one.  Nothing of an invalid report is stored.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -27,6 +28,10 @@ from typing import Any
 import numpy as np
 
 from lopub.serve.device import HASH_PRIME, oracle_params
+
+
+#: probability that an honest unary or Bloom report is refused for having too many ones
+HONEST_TAIL = 1e-9
 
 
 class ReportError(ValueError):
@@ -94,6 +99,19 @@ class Collection:
         oracle = self.params.oracles[i]
         return {"grr": 8, "olh": 24}.get(oracle, (self.params.cells(i) + 7) // 8)
 
+    def max_ones(self, i: int) -> int:
+        """Most ones an honest OUE or Bloom report of subset ``i`` has, but with probability
+        below :data:`HONEST_TAIL` (refusing more bounds what one fake report can push).
+
+        OUE: ``1 + Bin(k - 1, q)`` (own bit plus the others).  Bloom: every one of the
+        ``sum h`` set bits plus ``Bin(sum m, f/2)`` flipped up (an upper bound).
+        """
+        if self.kind == "bloom":
+            spec = self.params
+            return sum(spec.h) + _binom_tail(spec.total_bits, spec.f / 2)
+        o = self.params.oracle(i)
+        return 1 + _binom_tail(o.k - 1, o.q)
+
     def validate(self, items: list, subsets: np.ndarray) -> tuple[list[bytes | None], dict[int, str]]:
         """Check the reports ``items`` (parsed JSON objects) whose tokens assign ``subsets``.
 
@@ -131,7 +149,12 @@ class Collection:
         else:
             bits = self.params.total_bits if kind == "bloom" else max(2, self.params.cells(i))
             ok, packed = _hex_bits(reps, bits)
-            what = f"hex of {(bits + 7) // 8} bytes of {bits} packed bits (padding bits zero)"
+            cap = self.max_ones(i)
+            heavy = np.unpackbits(packed, axis=1).sum(axis=1) > cap  # implausibly many ones
+            ok[np.flatnonzero(ok)[heavy]] = False
+            packed = packed[~heavy]
+            what = (f"hex of {(bits + 7) // 8} bytes of {bits} packed bits (padding bits zero) "
+                    f"with at most {cap} ones")
             blobs = packed.tobytes() if packed.size else b""
             size = (bits + 7) // 8
         good = np.flatnonzero(ok)
@@ -140,6 +163,14 @@ class Collection:
                 errors[j] = f"report ({_short(reps[pos])}) must be {what}"
         for pos, k in enumerate(good.tolist()):
             payloads[rows[k]] = blobs[pos * size:(pos + 1) * size]
+
+
+@functools.lru_cache(maxsize=1024)
+def _binom_tail(n: int, p: float) -> int:
+    """Smallest c with Pr[Bin(n, p) > c] <= HONEST_TAIL."""
+    from scipy import stats
+
+    return int(stats.binom.isf(HONEST_TAIL, n, p))
 
 
 def _short(value: Any) -> str:
