@@ -95,3 +95,19 @@ def test_serve_plan_writes_what_serve_reads(tmp_path, protocol, fmt, capsys):
     assert json.loads(out.read_text())["format"] == fmt
     c = Collection.load("c", out)
     assert c.epsilon == pytest.approx(3.0) and c.kind == ("bloom" if protocol == "bloom" else "marginal")
+
+
+def test_logs_hold_no_token_report_or_answer(tmp_path):
+    plan = MarginalPlan(DOMAIN, (("smoker", "age", "region"),), 1.0, oracles=("oue",))
+    plan.to_json(tmp_path / "plan.json")
+    with running({"s": tmp_path / "plan.json"}, tmp_path / "r.sqlite", "--access-log",
+                 "--verbose") as (base, proc):
+        device = DeviceClient(base, "s")
+        enrolment = _request(f"{base}/api/c/s/enrol", {})
+        body = device.make_report(enrolment, {"smoker": "no", "age": "<30", "region": "west"})
+        assert _request(f"{base}/api/c/s/report", body) == {"stored": 1}
+        _try(_request, f"{base}/api/c/s/report", {**body, "report": "zz"})  # an error path too
+    log = proc.stdout.read()
+    assert "POST /api/c/s/report" in log  # the access log is on ...
+    for secret in (enrolment["token"], enrolment["token"].split(".")[1], body["report"], "west"):
+        assert secret not in log  # ... and holds no token, report or answer

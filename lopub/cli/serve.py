@@ -38,7 +38,8 @@ def cmd_serve(a: argparse.Namespace) -> None:
     cfg = build_config(options)  # checks everything (and creates the secret) before serving
     print(f"lopub serve: {sorted(cfg.collections)} on http://{a.host}:{a.port}/ "
           f"(store {options['store']}, {a.workers} worker(s))", flush=True)
-    common = dict(host=a.host, port=a.port, log_level="warning", access_log=a.access_log)
+    common = dict(host=a.host, port=a.port, log_level="info" if a.access_log else "warning",
+                  access_log=a.access_log)
     if a.workers == 1:
         uvicorn.run(build_app(cfg), **common)
         return
