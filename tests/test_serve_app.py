@@ -197,3 +197,21 @@ def test_bad_hex_in_a_batch_refuses_only_those_reports():
     payloads, errors = c.validate(items, np.ones(5, dtype=np.int64))
     assert sorted(errors) == [0, 1, 4]
     assert payloads[2] == payloads[3] == bytes([0xA5, 0xF0])
+
+
+def test_keyed_assignment_and_expired_tokens(tmp_path):
+    from lopub.collect import assign_user
+    from lopub.serve import tokens
+
+    keyed = MarginalPlan(DOMAIN, PLAN.subsets, 1.0, oracles=PLAN.oracles, key="assign-key")
+    cfg = ServeConfig({"k": Collection("k", keyed), "m": Collection("m", PLAN)},
+                      SQLiteStore(tmp_path / "r.sqlite"), b"s" * 64, rate=1000.0, burst=1000.0)
+    with TestClient(build_app(cfg)) as client:
+        for uid in ("alice", "bob", "carol", "dave"):
+            e = client.post("/api/c/k/enrol", json={"user_id": uid}).json()
+            assert e["subset"] == assign_user(keyed, uid)
+        r = client.post("/api/c/m/enrol", json={"user_id": "alice"})
+        assert r.status_code == 422 and "the plan has no key" in r.json()["error"]
+        old = tokens.issue(b"s" * 64, "m", 0, ttl=-1.0)
+        r = client.post("/api/c/m/report", json={"token": old, "subset": 0, "report": 1})
+        assert r.status_code == 422 and "token has expired" in r.json()["error"]
