@@ -35,8 +35,6 @@ from serve_live import running  # noqa: E402
 from lopub import Dataset, Synthesizer  # noqa: E402
 from lopub.cli import main as lopub_main  # noqa: E402
 from lopub.collect import MarginalReports, collect_records, plan_marginals  # noqa: E402
-from lopub.datasets.embedded import embedded  # noqa: E402
-from lopub.evaluate import average_tvd  # noqa: E402
 from lopub.serve import tokens  # noqa: E402
 from lopub.serve.client import post_batch, wire_reports  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
@@ -45,6 +43,8 @@ RELAY = "quality-relay-key-0123456789"
 
 
 def score(reports, data: Dataset, epsilon: float, seed: int) -> float:
+    from lopub.evaluate import average_tvd  # not a stable import path (the package is being reshaped)
+
     syn = Synthesizer(epsilon=epsilon).fit_reports(reports)
     sample = Dataset.from_pandas(syn.sample(data.n, seed=seed), data.domain)
     return float(average_tvd(data, sample, k=2)["mean"])
@@ -78,6 +78,8 @@ def main() -> None:
     a = ap.parse_args()
     if not 1000 <= a.n <= 2_000_000:
         ap.error(f"--n ({a.n}) must be in [1000, 2000000]")
+    from lopub.datasets.embedded import embedded  # not a stable import path
+
     rows = []
     for seed in [int(s) for s in a.seeds.split(",")]:
         data = embedded(a.n, rng=seed)

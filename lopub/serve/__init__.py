@@ -15,6 +15,6 @@
 Starlette, uvicorn and psycopg are the optional extra ``lopub[serve]``; only
 :mod:`.app` and the PostgreSQL store import them.
 """
-from lopub.serve.protocol import Collection, ReportError
+from lopub.serve.protocol import Collection
 
-__all__ = ["Collection", "ReportError"]
+__all__ = ["Collection"]

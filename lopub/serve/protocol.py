@@ -34,10 +34,6 @@ from lopub.serve.device import HASH_PRIME, oracle_params
 HONEST_TAIL = 1e-9
 
 
-class ReportError(ValueError):
-    """A report does not fit the collection's plan or spec."""
-
-
 @dataclass(frozen=True)
 class Collection:
     """One collection: a name and a MarginalPlan or a CollectionSpec."""
