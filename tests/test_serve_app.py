@@ -215,3 +215,23 @@ def test_keyed_assignment_and_expired_tokens(tmp_path):
         old = tokens.issue(b"s" * 64, "m", 0, ttl=-1.0)
         r = client.post("/api/c/m/report", json={"token": old, "subset": 0, "report": 1})
         assert r.status_code == 422 and "token has expired" in r.json()["error"]
+
+
+def test_store_failure_is_503_and_the_token_stays_unused(tmp_path):
+    class Failing(SQLiteStore):
+        fail = True
+
+        def write(self, submissions):
+            if self.fail:
+                raise OSError("disk full")
+            return super().write(submissions)
+
+    store = Failing(tmp_path / "r.sqlite")
+    cfg = ServeConfig({"m": Collection("m", PLAN)}, store, b"s" * 64, rate=1000.0, burst=1000.0)
+    with TestClient(build_app(cfg)) as client:
+        e = _enrol(client)
+        r = client.post("/api/c/m/report", json=_valid(e["subset"], e["token"]))
+        assert r.status_code == 503 and "nothing was stored, retry" in r.json()["error"]
+        store.fail = False
+        assert client.post("/api/c/m/report", json=_valid(e["subset"], e["token"])).status_code == 201
+    assert store.count("m") == 1
