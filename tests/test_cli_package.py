@@ -17,7 +17,7 @@ from lopub.pipeline.steps import DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET
 
 COMMANDS = {"schema", "encode", "privacy", "inspect-reports", "merge-reports", "demo", "estimate", "fit",
             "synthesize", "query", "graph", "evaluate", "collect", "estimate-freq",
-            "compare-protocols", "report", "export", "plan"}
+            "compare-protocols", "report", "export", "plan", "serve-plan", "serve", "serve-export"}
 
 
 @pytest.fixture(scope="module")

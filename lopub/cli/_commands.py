@@ -31,6 +31,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare-protocols": ("oracles", "MSE_avg and time of protocols at equal epsilon"),
     "report": ("release", "self-contained HTML release report of a model (and its release)"),
     "export": ("release", "export a model as a UAI MARKOV file or a pickled pgmpy model"),
+    "serve-plan": ("serve", "write the plan or spec to serve for N users at a budget"),
+    "serve": ("serve", "HTTP ingestion service and survey page for real collection"),
+    "serve-export": ("serve", "export served reports, shuffled, for lopub fit"),
 }
 
 

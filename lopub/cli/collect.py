@@ -172,6 +172,10 @@ def cmd_privacy(a: argparse.Namespace) -> None:
         f = privacy.f_for_epsilon(a.epsilon, a.h, a.d)
         out = {"epsilon_per_record": a.epsilon, "h": a.h, "d": a.d, "f": f,
                "epsilon_per_attribute": a.epsilon / a.d}
+    if a.shuffle_n is not None:  # central (epsilon, delta) of the shuffled reports (lopub serve-export)
+        from ..serve.shuffle import statement
+
+        out.update(statement(a.shuffle_n, out["epsilon_per_record"], a.delta, names=("--shuffle-n", "--delta")))
     emit(out, a.json, "\n".join(f"{k}: {v:.6g}" if isinstance(v, float) else f"{k}: {v}"
                                 for k, v in out.items()))
 
@@ -265,6 +269,9 @@ def _register_privacy(sub: Any) -> None:
     v.add_argument("--epsilon", type=float, help="target per-record epsilon")
     v.add_argument("--h", type=int, default=DEFAULT_H, help=f"hash functions per attribute (default {DEFAULT_H})")
     v.add_argument("--d", type=int, default=1, help="number of attributes (default 1)")
+    v.add_argument("--shuffle-n", type=int, help="also the central (epsilon, delta) of N shuffled reports "
+                   "(amplification by shuffling, Feldman-McMillan-Talwar numerical bound)")
+    v.add_argument("--delta", type=float, default=1e-8, help="delta of --shuffle-n (default 1e-8)")
     v.add_argument("--json", action="store_true")
     add_verbosity(v)
     v.set_defaults(func=cmd_privacy)

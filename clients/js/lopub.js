@@ -1,0 +1,182 @@
+// lopub device client: randomizes a person's answers in the browser (or Node >= 19) and
+// sends only the randomized report. Bit-compatible with lopub/serve/device.py: the same
+// public parameters, answers and random 32-bit words give the same report. Randomness
+// comes from the Web Crypto API (crypto.getRandomValues); never from Math.random.
+import { blake2b } from './blake2b.js';
+
+export const HASH_PRIME = 2147483647; // 2^31 - 1, the OLH hash family's prime
+const utf8 = (s) => new TextEncoder().encode(s);
+
+/** Random 32-bit words from Web Crypto, or from a fixed list (test vectors). */
+export class WordSource {
+  constructor(words = null) {
+    this.words = words;
+    this.used = 0;
+    this.buf = new Uint32Array(256);
+    this.pos = this.buf.length;
+  }
+  word() {
+    this.used += 1;
+    if (this.words !== null) {
+      if (this.used > this.words.length) throw new RangeError(`words: ran out after ${this.words.length}`);
+      return this.words[this.used - 1] >>> 0;
+    }
+    if (this.pos === this.buf.length) { globalThis.crypto.getRandomValues(this.buf); this.pos = 0; }
+    return this.buf[this.pos++];
+  }
+}
+
+/** Exact binary digits of a float p in (0, 1), most significant first. */
+export function binaryDigits(p) {
+  const out = [];
+  let x = p;
+  while (x > 0) { x *= 2; const d = x >= 1 ? 1 : 0; x -= d; out.push(d); }
+  return out;
+}
+
+/** true with probability exactly p: uniform digits compared with p's binary expansion. */
+export function bernoulli(p, src) {
+  if (p <= 0) return false;
+  if (p >= 1) return true;
+  const digits = binaryDigits(p);
+  let i = 0;
+  while (i < digits.length) {
+    const w = src.word();
+    for (let bit = 31; bit >= 0; bit--) {
+      if (i >= digits.length) return false;
+      const u = (w >>> bit) & 1;
+      if (u !== digits[i]) return u < digits[i];
+      i += 1;
+    }
+  }
+  return false;
+}
+
+/** Uniform integer in [0, n), 1 <= n <= 2^32, by rejection. */
+export function randint(n, src) {
+  const limit = 4294967296 - (4294967296 % n);
+  for (;;) { const w = src.word(); if (w < limit) return w % n; }
+}
+
+export function grr(v, k, p, src) {
+  if (bernoulli(p, src)) return v;
+  return (v + 1 + randint(k - 1, src)) % k;
+}
+
+export function unaryBits(v, k, p, q, src) {
+  const bits = new Uint8Array(k);
+  for (let j = 0; j < k; j++) bits[j] = bernoulli(j === v ? p : q, src) ? 1 : 0;
+  return bits;
+}
+
+/** numpy.packbits order (first bit = most significant bit of byte 0), as hex. */
+export function packHex(bits) {
+  const bytes = new Uint8Array(Math.ceil(bits.length / 8));
+  for (let i = 0; i < bits.length; i++) if (bits[i]) bytes[i >> 3] |= 0x80 >> (i & 7);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+export function olh(v, g, p, src) {
+  const a = 1 + randint(HASH_PRIME - 1, src);
+  const b = randint(HASH_PRIME, src);
+  const h = Number(((BigInt(a) * BigInt(v) + BigInt(b)) % BigInt(HASH_PRIME)) % BigInt(g));
+  return [a, b, grr(h, g, p, src)];
+}
+
+/** Flat index (first attribute slowest) of the answers in a subset's joint domain. */
+export function jointValue(domain, subset, answers) {
+  let v = 0;
+  for (const attr of subset) {
+    const labels = domain[attr];
+    const code = labels.indexOf(String(answers[attr]));
+    if (code < 0) throw new RangeError(`answer for ${attr} (${answers[attr]}) must be one of ${labels}`);
+    v = v * labels.length + code;
+  }
+  return v;
+}
+
+/** Wire report of subset i of a marginal plan (desc: the service's public description). */
+export function marginalReport(desc, i, answers, src) {
+  const o = desc.subset_oracles[i];
+  const v = jointValue(desc.questions, desc.plan.subsets[i], answers);
+  if (o.oracle === 'grr') return grr(v, o.k, o.p, src);
+  if (o.oracle === 'oue') return packHex(unaryBits(v, o.k, o.p, o.q, src));
+  if (o.oracle === 'olh') return olh(v, o.g, o.p, src);
+  throw new RangeError(`oracle ${o.oracle} is not one of grr, oue, olh`);
+}
+
+const positionsCache = new Map();
+
+/** Bit positions of one value's Bloom filter (lopub.spec.bloom_positions); public, so cached. */
+export function bloomPositions(key, attr, salt, label, h, m) {
+  const id = JSON.stringify([key, attr, salt, label, h, m]);
+  if (!positionsCache.has(id)) positionsCache.set(id, computePositions(key, attr, salt, label, h, m));
+  return positionsCache.get(id);
+}
+
+function computePositions(key, attr, salt, label, h, m) {
+  const msg = utf8(`${attr}\u0000${salt}\u0000${label}`);
+  const k = utf8(key).subarray(0, 64);
+  const words = [];
+  const take = (digest, count) => {
+    for (let i = 0; i < count; i++) {
+      let w = 0n;
+      for (let j = 7; j >= 0; j--) w = (w << 8n) | BigInt(digest[8 * i + j]);
+      words.push(Number(w % BigInt(m)));
+    }
+  };
+  take(blake2b(msg, k, Math.min(64, 8 * h)), Math.min(h, 8));
+  for (let j = 1; words.length < h; j++) {
+    const more = new Uint8Array(msg.length + 4);
+    more.set(msg);
+    new DataView(more.buffer).setUint32(msg.length, j, true);
+    take(blake2b(more, k, 64), Math.min(h - words.length, 8));
+  }
+  return words;
+}
+
+/** Hex of the packed randomized Bloom report of a record (LoPub Eq. 5). */
+export function bloomReport(spec, answers, src) {
+  const total = spec.m.reduce((s, x) => s + x, 0);
+  const bits = new Uint8Array(total);
+  let lo = 0;
+  spec.domain.attributes.forEach((a, j) => {
+    const label = String(answers[a.name]);
+    if (!a.categories.map(String).includes(label)) throw new RangeError(`answer for ${a.name} (${label}) is not a category`);
+    for (const pos of bloomPositions(spec.key, a.name, spec.salts[j], label, spec.h[j], spec.m[j])) bits[lo + pos] = 1;
+    lo += spec.m[j];
+  });
+  for (let i = 0; i < total; i++) if (bernoulli(spec.f / 2, src)) bits[i] ^= 1;
+  return packHex(bits);
+}
+
+/** Keyed BLAKE2b assignment of a user id to one of g subsets (lopub.collect.assign_user). */
+export function assignUser(key, userId, g) {
+  const d = blake2b(utf8(String(userId)), utf8(key), 8);
+  let w = 0n;
+  for (const b of d) w = (w << 8n) | BigInt(b);
+  return Number(w % BigInt(g));
+}
+
+/**
+ * Randomize `answers` ({attribute: label}) for the collection `desc` (GET /api/c/NAME) with
+ * token info `enrol` (POST .../enrol) and return the request body of POST .../report.
+ */
+export function makeReport(desc, enrol, answers, src = new WordSource()) {
+  if (desc.kind === 'bloom') return { token: enrol.token, report: bloomReport(desc.spec, answers, src) };
+  return { token: enrol.token, subset: enrol.subset, report: marginalReport(desc, enrol.subset, answers, src) };
+}
+
+/** Enrol, randomize on this device, send. Only the randomized report leaves the device. */
+export async function submit(baseUrl, name, answers) {
+  const api = `${baseUrl.replace(/\/$/, '')}/api/c/${encodeURIComponent(name)}`;
+  const desc = await (await fetch(api)).json();
+  const er = await fetch(`${api}/enrol`, { method: 'POST' });
+  if (!er.ok) throw new Error(`enrol: ${er.status} ${await er.text()}`);
+  const body = makeReport(desc, await er.json(), answers);
+  const r = await fetch(`${api}/report`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  if (!r.ok) throw new Error(`report: ${r.status} ${await r.text()}`);
+  return r.json();
+}

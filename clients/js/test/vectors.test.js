@@ -1,0 +1,70 @@
+// lopub.js against the shared test vectors written by Python (make_vectors.py):
+// same public parameters, answers and random words -> the same report, bit for bit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { webcrypto } from 'node:crypto';
+import { blake2b } from '../blake2b.js';
+import {
+  WordSource, bernoulli, randint, marginalReport, bloomReport, assignUser, makeReport,
+} from '../lopub.js';
+if (!globalThis.crypto) globalThis.crypto = webcrypto; // Node 18: Web Crypto not yet global
+
+const V = JSON.parse(readFileSync(new URL('./vectors.json', import.meta.url), 'utf8'));
+const hex = (u) => Buffer.from(u).toString('hex');
+const bytes = (h) => new Uint8Array(Buffer.from(h, 'hex'));
+
+test('blake2b matches hashlib (RFC 7693, keyed, multi-block)', () => {
+  for (const v of V.blake2b) assert.equal(hex(blake2b(bytes(v.message), bytes(v.key), v.outlen)), v.digest);
+});
+
+test('bernoulli and randint use the same words the same way', () => {
+  for (const v of V.bernoulli) {
+    const src = new WordSource(v.words);
+    assert.equal(bernoulli(v.p, src), v.report, `p=${v.p}`);
+    assert.equal(src.used, v.words.length);
+  }
+  for (const v of V.randint) {
+    const src = new WordSource(v.words);
+    assert.equal(randint(v.n, src), v.report, `n=${v.n}`);
+    assert.equal(src.used, v.words.length);
+  }
+});
+
+test('marginal-plan reports (GRR, OUE, OLH) equal Python bit for bit', () => {
+  for (const v of V.marginal) {
+    const src = new WordSource(v.words);
+    assert.deepEqual(marginalReport(V.marginal_description, v.subset, v.answers, src), v.report);
+    assert.equal(src.used, v.words.length);
+  }
+});
+
+test('Bloom reports (keyed BLAKE2b positions, bit flips) equal Python bit for bit', () => {
+  for (const v of V.bloom) {
+    const src = new WordSource(v.words);
+    assert.equal(bloomReport(V.bloom_description.spec, v.answers, src), v.report);
+    assert.equal(src.used, v.words.length);
+  }
+});
+
+test('keyed assignment of user ids equals lopub.collect.assign_user', () => {
+  for (const v of V.assign) assert.equal(assignUser(v.key, v.user_id, v.g), v.subset);
+});
+
+test('makeReport builds the request body; a wrong answer is refused', () => {
+  const v = V.marginal[0];
+  const body = makeReport(V.marginal_description, { token: 't', subset: v.subset }, v.answers,
+    new WordSource(v.words));
+  assert.deepEqual(body, { token: 't', subset: v.subset, report: v.report });
+  assert.throws(() => makeReport(V.marginal_description, { token: 't', subset: 0 }, { sex: 'x', age: '<30' }),
+    /answer for sex \(x\) must be one of/);
+});
+
+test('Web Crypto words: bernoulli(1/4) frequency within 5 sd', () => {
+  const src = new WordSource();
+  const n = 40000;
+  let hits = 0;
+  for (let i = 0; i < n; i++) hits += bernoulli(0.25, src) ? 1 : 0;
+  const sd = Math.sqrt(n * 0.25 * 0.75);
+  assert.ok(Math.abs(hits - n / 4) < 5 * sd, `hits ${hits}`);
+});

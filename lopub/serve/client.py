@@ -1,0 +1,119 @@
+"""Python device client of ``lopub serve``, and wire reports for simulated devices and relays.
+
+:class:`DeviceClient` is what a Python program on a person's device runs:
+it reads the public description, enrols, randomizes the answers with
+lopub's own oracles (:meth:`MarginalPlan.oracle`, :class:`lopub.client.Client`)
+drawing from OS entropy, and sends only the randomized report.
+
+:func:`wire_reports` randomizes many simulated devices at once (vectorized,
+``rng`` for reproducible simulation) into the JSON wire format, and
+:func:`post_batch` sends them through the relay endpoint.
+"""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any, Mapping
+
+import numpy as np
+
+from lopub.serve.protocol import Collection
+
+
+def _request(url: str, body: Any = None, headers: Mapping[str, str] | None = None,
+             timeout: float = 30.0) -> Any:
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
+                                 headers={"content-type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace")
+        raise ValueError(f"{url}: HTTP {exc.code}: {detail}") from None
+
+
+def to_wire(oracle: str, report: np.ndarray) -> list:
+    """Oracle-format reports (one subset's) -> JSON wire values."""
+    if oracle == "grr":
+        return np.asarray(report, dtype=np.int64).tolist()
+    if oracle == "olh":
+        return np.asarray(report, dtype=np.int64).tolist()
+    packed = np.packbits(np.asarray(report, dtype=bool), axis=1)  # oue
+    return [row.tobytes().hex() for row in packed]
+
+
+class DeviceClient:
+    """One device reporting to collection ``name`` of the service at ``base_url``."""
+
+    def __init__(self, base_url: str, name: str) -> None:
+        self.api = f"{base_url.rstrip('/')}/api/c/{name}"
+        desc = _request(self.api)
+        from lopub import CollectionSpec
+        from lopub.collect import MarginalPlan
+
+        params = (MarginalPlan.from_dict(desc["plan"]) if desc["kind"] == "marginal"
+                  else CollectionSpec.from_dict(desc["spec"]))
+        self.collection = Collection(name, params)
+        self.privacy = desc["privacy"]
+
+    def make_report(self, enrolment: Mapping[str, Any], answers: Mapping[str, str]) -> dict:
+        """The request body for ``answers`` ({attribute: label}); randomized with OS entropy."""
+        c = self.collection
+        if c.kind == "bloom":
+            from lopub.client import Client
+
+            packed = Client(c.params).report(dict(answers))  # rng=None: OS entropy
+            return {"token": enrolment["token"], "report": packed.hex()}
+        i = int(enrolment["subset"])
+        plan = c.params
+        codes = [plan.domain.labels(a).index(str(answers[a])) for a in plan.subsets[i]]
+        value = int(np.ravel_multi_index(tuple(codes), [len(plan.domain.labels(a))
+                                                        for a in plan.subsets[i]]))
+        rep = plan.oracle(i).perturb(np.array([value]), rng=None)
+        return {"token": enrolment["token"], "subset": i, "report": to_wire(plan.oracles[i], rep)[0]}
+
+    def submit(self, answers: Mapping[str, str], user_id: str | None = None) -> dict:
+        """Enrol, randomize here, send; the service's answer."""
+        enrolment = _request(f"{self.api}/enrol", {} if user_id is None else {"user_id": user_id})
+        return _request(f"{self.api}/report", self.make_report(enrolment, answers))
+
+
+def wire_reports(c: Collection, codes: np.ndarray, subsets: np.ndarray, *,
+                 rng: np.random.Generator | int | None = None) -> list:
+    """Wire reports of many simulated devices (``codes``: ``(n, d)``; ``subsets``: ``(n,)``).
+
+    Vectorized: one oracle call per subset.  Returns the ``report`` values
+    in the order of the rows.
+    """
+    rng = np.random.default_rng(rng)
+    codes = np.asarray(codes)
+    out: list = [None] * codes.shape[0]
+    if c.kind == "bloom":
+        from lopub import Dataset
+        from lopub.client import encode
+
+        packed = encode(Dataset(codes, c.params.domain), c.params, rng=rng).packed
+        return [row.tobytes().hex() for row in packed]
+
+    plan = c.params
+    for i in range(plan.n_subsets):  # one vectorized oracle call per subset
+        rows = np.flatnonzero(subsets == i)
+        cols = plan.domain.indices(plan.subsets[i])
+        values = np.ravel_multi_index(tuple(codes[rows, k] for k in cols),
+                                      [plan.domain.sizes[k] for k in cols])
+        for r, w in zip(rows.tolist(), to_wire(plan.oracles[i], plan.oracle(i).perturb(values, rng=rng))):
+            out[r] = w
+    return out
+
+
+def enrol_many(base_url: str, name: str, n: int) -> list[dict]:
+    """``n`` enrolments (simulation; a real device enrols itself)."""
+    return [_request(f"{base_url.rstrip('/')}/api/c/{name}/enrol", {}) for _ in range(n)]
+
+
+def post_batch(base_url: str, name: str, items: list, relay_key: str, timeout: float = 120.0) -> dict:
+    """Send ``items`` (``{token, subset?, report}``) through the relay endpoint."""
+    return _request(f"{base_url.rstrip('/')}/api/c/{name}/batch", {"reports": items},
+                    {"authorization": f"Bearer {relay_key}"}, timeout)

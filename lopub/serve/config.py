@@ -1,0 +1,86 @@
+"""Configuration of ``lopub serve`` from its options, and the app factory of worker processes.
+
+``lopub serve --workers N`` runs N uvicorn worker processes; each rebuilds
+the configuration from the options in the environment variable
+:data:`ENV` (JSON; file paths and numbers only, never the secret itself) and
+opens its own store connection.  SQLite serializes the workers' commits
+(``BEGIN IMMEDIATE``); PostgreSQL takes them concurrently.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from lopub.serve.protocol import Collection
+
+ENV = "LOPUB_SERVE_OPTIONS"
+
+
+def split_item(item: str) -> tuple[str, str]:
+    """``NAME=FILE`` -> ``(name, file)``, checked."""
+    name, sep, path = item.partition("=")
+    if not sep or not name or not path:
+        raise ValueError(f"collection ({item!r}) must be NAME=FILE (a plan or spec JSON file)")
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"collection name ({name!r}) must be letters, digits, '-' or '_'")
+    return name, path
+
+
+def parse_collections(items: list[str]) -> dict[str, Collection]:
+    """``NAME=FILE`` arguments -> {name: Collection}."""
+    out: dict[str, Collection] = {}
+    for item in items:
+        name, path = split_item(item)
+        if name in out:
+            raise ValueError(f"collection name ({name!r}) is given twice")
+        out[name] = Collection.load(name, path)
+    return out
+
+
+def default_store(items: list[str]) -> str:
+    """The SQLite file beside the first collection file: ``<file stem>.reports.sqlite``."""
+    path = Path(split_item(items[0])[1])
+    return str(path.with_name(path.stem + ".reports.sqlite"))
+
+
+def read_relay_key(path: str | None) -> str | None:
+    """The relay key in ``path`` (at least 16 characters), or ``None``."""
+    if path is None:
+        return None
+    text = Path(path).read_text(encoding="utf-8").strip()
+    if len(text) < 16:
+        raise ValueError(f"--relay-key-file ({path}) must hold a key of at least 16 characters")
+    return text
+
+
+def resolve(options: dict[str, Any]) -> dict[str, Any]:
+    """Fill the defaults (store, secret file) and check the numbers; returns the options."""
+    out = dict(options)
+    out["store"] = out.get("store") or default_store(out["collections"])
+    out["secret_file"] = out.get("secret_file") or str(
+        Path(default_store(out["collections"])).with_name("lopub-serve.secret"))
+    for name in ("rate", "max_body"):
+        if not out[name] > 0:
+            raise ValueError(f"--{name.replace('_', '-')} ({out[name]}) must be > 0")
+    return out
+
+
+def build_config(options: dict[str, Any]) -> Any:
+    """A :class:`~lopub.serve.app.ServeConfig` from resolved options (opens the store)."""
+    from lopub.serve.app import ServeConfig
+    from lopub.serve.storage import open_store
+    from lopub.serve.tokens import load_secret
+
+    o = resolve(options)
+    return ServeConfig(parse_collections(o["collections"]), open_store(o["store"]),
+                       load_secret(o["secret_file"]), relay_key=read_relay_key(o.get("relay_key_file")),
+                       max_body=int(o["max_body"]), rate=float(o["rate"]), burst=2 * float(o["rate"]))
+
+
+def app_from_env() -> Any:
+    """The ASGI app of one worker process, configured from :data:`ENV`."""
+    from lopub.serve.app import build_app
+
+    return build_app(build_config(json.loads(os.environ[ENV])))

@@ -1,0 +1,62 @@
+"""Export stored reports to the files that ``lopub fit`` reads, shuffled and without identities.
+
+A marginal plan's reports become a ``lopub-marginal-reports`` ``.npz``
+(:meth:`lopub.collect.MarginalReports.save`); Bloom reports a Parquet
+reports file or dataset folder (:meth:`lopub.Reports.save`).  The order of
+storage (which follows arrival) is destroyed by a uniformly random
+permutation drawn from OS entropy; tokens and arrival times are not in the
+store's report rows to begin with.  The shuffle is what the shuffle-model
+accounting (:mod:`lopub.serve.shuffle`) assumes.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from lopub.serve.protocol import Collection
+from lopub.serve.storage import Store
+
+
+def decode_group(c: Collection, i: int, blobs: list[bytes]) -> np.ndarray:
+    """The oracle-format reports of subset ``i`` from their stored payloads."""
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    if c.kind == "bloom":
+        return raw.reshape(-1, c.params.packed_bytes).copy()
+    oracle = c.params.oracles[i]
+    if oracle == "grr":
+        return raw.view("<i8").astype(np.int64)
+    if oracle == "olh":
+        return raw.view("<i8").astype(np.int64).reshape(-1, 3)
+    k = max(2, c.params.cells(i))
+    return np.unpackbits(raw.reshape(-1, (k + 7) // 8), axis=1, count=k).astype(bool)
+
+
+def shuffled_reports(store: Store, c: Collection, *, rng: np.random.Generator | int | None = None) -> Any:
+    """``MarginalReports`` or ``Reports`` of everything stored for ``c``, in random order."""
+    subsets, payloads = store.fetch(c.name)
+    perm = np.random.default_rng(rng).permutation(subsets.shape[0])  # rng=None: OS entropy
+    subsets = subsets[perm]
+    if c.kind == "bloom":
+        from lopub import Reports
+
+        return Reports(c.params, decode_group(c, 0, [payloads[j] for j in perm.tolist()]))
+    from lopub.collect import MarginalReports
+
+    order = np.argsort(subsets, kind="stable")  # grouped by subset, random within a group
+    groups = []
+    for i in range(c.n_subsets):  # one decode per subset
+        rows = perm[order[subsets[order] == i]]
+        groups.append(decode_group(c, i, [payloads[j] for j in rows.tolist()]))
+    return MarginalReports(c.params, subsets[order].astype(np.int32), tuple(groups))
+
+
+def export(store: Store, c: Collection, out: str | os.PathLike, *,
+           rng: np.random.Generator | int | None = None) -> dict[str, Any]:
+    """Write the shuffled reports of ``c`` to ``out``; returns a summary (no report content)."""
+    reports = shuffled_reports(store, c, rng=rng)
+    if reports.n == 0:
+        raise ValueError(f"collection {c.name!r} has no stored reports to export")
+    reports.save(out)
+    return {"collection": c.name, "kind": c.kind, "n": int(reports.n), "out": str(out)}

@@ -1,0 +1,1 @@
+../../../clients/js/blake2b.js

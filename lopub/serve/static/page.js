@@ -1,0 +1,57 @@
+// The survey page: builds the questions from the public description, randomizes the
+// answers on this device with lopub.js and sends only the randomized report.
+import { makeReport } from '/js/lopub.js';
+
+const name = document.body.dataset.collection;
+const api = `/api/c/${encodeURIComponent(name)}`;
+const $ = (id) => document.getElementById(id);
+
+async function refreshCount() {
+  const r = await fetch(`${api}/count`);
+  if (r.ok) $('count').textContent = (await r.json()).reports;
+}
+
+function question(attr, labels) {
+  const fs = document.createElement('fieldset');
+  const lg = document.createElement('legend');
+  lg.textContent = attr;
+  fs.append(lg);
+  labels.forEach((label, i) => {
+    const id = `q-${attr}-${i}`;
+    const input = Object.assign(document.createElement('input'),
+      { type: 'radio', name: attr, value: label, id, required: true });
+    const lab = Object.assign(document.createElement('label'), { htmlFor: id, textContent: label });
+    fs.append(input, lab, document.createElement('br'));
+  });
+  return fs;
+}
+
+async function main() {
+  const desc = await (await fetch(api)).json();
+  $('privacy').textContent = desc.privacy;
+  const box = $('questions');
+  box.textContent = '';
+  for (const [attr, labels] of Object.entries(desc.questions)) box.append(question(attr, labels));
+  $('send').disabled = false;
+  await refreshCount();
+  $('survey').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    $('send').disabled = true;
+    const answers = Object.fromEntries(new FormData($('survey')).entries());
+    try {
+      const er = await fetch(`${api}/enrol`, { method: 'POST' });
+      if (!er.ok) throw new Error((await er.json()).error);
+      const body = makeReport(desc, await er.json(), answers);
+      const r = await fetch(`${api}/report`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+      });
+      if (!r.ok) throw new Error((await r.json()).error);
+      $('status').textContent = 'Thank you: your randomized report was stored.';
+      await refreshCount();
+    } catch (e) {
+      $('status').textContent = `Not sent: ${e.message}`;
+      $('send').disabled = false;
+    }
+  });
+}
+main();

@@ -1,0 +1,84 @@
+"""Single-use enrolment tokens signed by the server's secret (HMAC-SHA256).
+
+A token is ``base64url(body) "." base64url(mac)`` with ``body`` the compact
+JSON ``{"c": collection, "s": subset or null, "n": nonce, "x": expiry}``
+(a 128-bit random nonce in hex, the expiry in Unix seconds) and ``mac`` the
+first 16 bytes of HMAC-SHA256(secret, body).  The token carries the subset
+the server assigned (marginal plans), so a device cannot pick the subset it
+reports.  It carries no identity.  Single use is enforced by the store: a
+token's nonce is recorded in the same transaction as its report.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import time
+from typing import Any
+
+import numpy as np
+
+MAC_BYTES = 16
+MAX_TOKEN_CHARS = 512
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def load_secret(path: str | os.PathLike, *, create: bool = True) -> bytes:
+    """The server secret from ``path`` (created with 32 random bytes, mode 0600, if absent)."""
+    if create and not os.path.exists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32) + "\n")
+    with open(path, encoding="ascii") as fh:
+        text = fh.read().strip()
+    if len(text) < 32:
+        raise ValueError(f"secret file {str(path)!r} holds {len(text)} characters; at least 32 expected")
+    return text.encode("ascii")
+
+
+def issue(secret: bytes, collection: str, subset: int | None, ttl: float = 86400.0) -> str:
+    """A fresh signed token for ``collection`` (and the assigned ``subset``)."""
+    body = json.dumps({"c": collection, "s": subset, "n": secrets.token_hex(16),
+                       "x": int(time.time() + ttl)}, separators=(",", ":")).encode("utf-8")
+    return _b64(body) + "." + _b64(hmac.digest(secret, body, hashlib.sha256)[:MAC_BYTES])
+
+
+def _check_one(secret: bytes, token: Any, collection: str, now: float) -> tuple[bytes, int] | str:
+    """``(nonce, subset)`` of a valid token, else the reason it is refused."""
+    if type(token) is not str or not 0 < len(token) <= MAX_TOKEN_CHARS or token.count(".") != 1:
+        return "token is missing or malformed"
+    body_text, mac_text = token.split(".")
+    try:
+        body, mac = _unb64(body_text), _unb64(mac_text)
+    except (binascii.Error, ValueError):
+        return "token is not base64url"
+    if not hmac.compare_digest(mac, hmac.digest(secret, body, hashlib.sha256)[:MAC_BYTES]):
+        return "token signature does not verify (not issued by this service)"
+    claims = json.loads(body)
+    if claims["c"] != collection:
+        return f"token was issued for collection {claims['c']!r}, not {collection!r}"
+    if claims["x"] < now:
+        return "token has expired; enrol again"
+    return bytes.fromhex(claims["n"]), (-1 if claims["s"] is None else int(claims["s"]))
+
+
+def verify_many(secret: bytes, tokens: list, collection: str
+                ) -> tuple[list[bytes | None], np.ndarray, dict[int, str]]:
+    """Check many tokens: nonces (``None`` where refused), subsets (``-1`` none) and errors by index."""
+    now = time.time()
+    checked = [_check_one(secret, t, collection, now) for t in tokens]  # one HMAC per token (C)
+    errors = {i: c for i, c in enumerate(checked) if isinstance(c, str)}
+    nonces = [None if isinstance(c, str) else c[0] for c in checked]
+    subsets = np.array([-2 if isinstance(c, str) else c[1] for c in checked], dtype=np.int64)
+    return nonces, subsets, errors

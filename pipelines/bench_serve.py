@@ -1,0 +1,230 @@
+"""Load and fault benchmark of ``lopub serve`` (issue 27): throughput, latency, kill -9.
+
+Usage::
+
+    nice python pipelines/bench_serve.py [--n 1000000] [--batch 10000] [--single 20000]
+        [--clients 100] [--kill-n 200000] [--kill-runs 3] [--workers 1] [--only all|load|kill]
+        [--workdir /tmp/lopub-bench-serve] [--out bench_serve.json]
+
+Everything runs on 127.0.0.1 with bounded loops.  The service is a real
+``lopub serve`` process (uvicorn, SQLite WAL with ``synchronous=FULL``, group
+commit) serving a marginal plan of 6 attributes (plan_marginals at 10^6 users,
+epsilon 2: a mix of oracles).  Tokens are minted beforehand with the service's
+secret (what enrolment would hand out), reports randomized by
+:func:`lopub.serve.client.wire_reports`; neither is timed.
+
+1. ``batch``: ``--n`` reports through the relay endpoint, ``--batch`` per
+   request, 2 requests in flight: reports/s from the first send to the last
+   acknowledgement.
+2. ``single``: ``--single`` reports, one per request, from ``--clients``
+   concurrent clients (threads, one keep-alive connection each): latency
+   percentiles and reports/s.  The clients share the machine's 2 cores
+   with the service.
+3. ``kill``: batches of unique OLH reports (``a`` = report number) in flight
+   from 2 threads; after about half of ``--kill-n`` reports the service gets
+   SIGKILL, is restarted on the same store, and every report (acknowledged or
+   not) is sent again.  Checked: every acknowledged report is stored, none
+   twice, the resent acknowledged ones are refused as replays, and the
+   store's reports are exactly those of its used tokens.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from serve_live import free_port, wait_up  # noqa: E402
+
+from lopub import Attribute, Domain  # noqa: E402
+from lopub.collect import MarginalPlan, plan_marginals  # noqa: E402
+from lopub.serve import tokens  # noqa: E402
+from lopub.serve.client import post_batch, wire_reports  # noqa: E402
+from lopub.serve.protocol import Collection  # noqa: E402
+
+RELAY = "bench-relay-key-0123456789abcdef"
+DOMAIN = Domain([Attribute(f"q{j}", [f"v{i}" for i in range(s)]) for j, s in enumerate((2, 3, 4, 5, 8, 16))])
+
+
+def start(work: Path, plan_file: Path, port: int, workers: int = 1) -> subprocess.Popen:
+    args = [sys.executable, "-m", "lopub", "serve", f"survey={plan_file}", "--store", str(work / "store.sqlite"),
+            "--secret-file", str(work / "secret"), "--relay-key-file", str(work / "relay.key"),
+            "--port", str(port), "--rate", "1e9", "--max-body", "65536", "--workers", str(workers)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_up(f"http://127.0.0.1:{port}", proc)
+    return proc
+
+
+def items_for(plan: MarginalPlan, secret: bytes, n: int, rng: np.random.Generator) -> list[dict]:
+    codes = np.column_stack([rng.integers(0, s, n) for s in plan.domain.sizes])
+    subsets = rng.integers(0, plan.n_subsets, n)
+    wire = wire_reports(Collection("survey", plan), codes, subsets, rng=rng)
+    return [{"token": tokens.issue(secret, "survey", int(s)), "subset": int(s), "report": w}
+            for s, w in zip(subsets.tolist(), wire)]
+
+
+def bench_batch(base: str, items: list[dict], batch: int) -> dict:
+    chunks = [items[i:i + batch] for i in range(0, len(items), batch)]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        stored = sum(r["stored"] for r in pool.map(lambda c: post_batch(base, "survey", c, RELAY), chunks))
+    sec = time.perf_counter() - t0
+    return {"n": len(items), "batch": batch, "stored": stored, "seconds": round(sec, 2),
+            "reports_per_s": round(len(items) / sec)}
+
+
+def _client(port: int, items, lock: threading.Lock, lat: list) -> None:
+    """One client on its own keep-alive connection, taking reports from the shared iterator."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    while True:
+        with lock:
+            item = next(items, None)
+        if item is None:
+            return
+        body = json.dumps(item)
+        t = time.perf_counter()
+        conn.request("POST", "/api/c/survey/report", body=body, headers={"content-type": "application/json"})
+        resp = conn.getresponse()
+        resp.read()
+        lat.append(time.perf_counter() - t)
+        if resp.status != 201:
+            raise RuntimeError(f"report refused: HTTP {resp.status}")
+
+
+def bench_single(port: int, items: list[dict], clients: int) -> dict:
+    lat: list[float] = []
+    shared, lock = iter(items), threading.Lock()
+    threads = [threading.Thread(target=_client, args=(port, shared, lock, lat)) for _ in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sec = time.perf_counter() - t0
+    ms = np.array(lat) * 1000
+    return {"n": len(lat), "clients": clients, "reports_per_s": round(len(lat) / sec),
+            **{f"p{q}_ms": round(float(np.percentile(ms, q)), 1) for q in (50, 90, 99)},
+            "max_ms": round(float(ms.max()), 1)}
+
+
+def bench_kill(work: Path, secret: bytes, n: int, batch: int, delay: float) -> dict:
+    """kill -9 during load, restart, resend everything; check acknowledged == durable."""
+    plan = MarginalPlan(DOMAIN, (("q5",),), 2.0, oracles=("olh",))
+    plan.to_json(work / "kill_plan.json")
+    store = work / "store.sqlite"
+    for f in (store, Path(f"{store}-wal"), Path(f"{store}-shm")):
+        f.unlink(missing_ok=True)
+    g = plan.oracle(0).g
+    items = [{"token": tokens.issue(secret, "survey", 0), "subset": 0, "report": [i + 1, i % 1000, i % g]}
+             for i in range(n)]  # a = i + 1 identifies the report
+    port = free_port()
+    proc = start(work, work / "kill_plan.json", port)
+    base = f"http://127.0.0.1:{port}"
+    acked: list[int] = []
+    lock = threading.Lock()
+
+    def send(start_at: int) -> None:
+        for lo in range(start_at, n, 2 * batch):  # two senders interleave their chunks
+            try:
+                out = post_batch(base, "survey", items[lo:lo + batch], RELAY, timeout=30)
+            except Exception:
+                return  # the service died: this chunk was not acknowledged
+            refused = {r["index"] for r in out["refused"]}
+            with lock:
+                acked.extend(lo + j for j in range(len(items[lo:lo + batch])) if j not in refused)
+
+    threads = [threading.Thread(target=send, args=(k * batch,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    while len(acked) < n // 2 and any(t.is_alive() for t in threads):
+        time.sleep(0.005)
+    time.sleep(delay)  # a random moment: batches are being validated, written or answered
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for t in threads:
+        t.join()
+    acked_at_kill = len(acked)
+    proc = start(work, work / "kill_plan.json", port)
+    resend = [post_batch(base, "survey", items[lo:lo + batch], RELAY) for lo in range(0, n, batch)]
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait()
+    replays = {lo * batch + r["index"] for lo, out in enumerate(resend) for r in out["refused"]}
+    db = sqlite3.connect(store)
+    a_values = [int(np.frombuffer(p, "<i8")[0]) for (p,) in db.execute("SELECT payload FROM reports")]
+    n_tokens = db.execute("SELECT COUNT(*) FROM used_tokens").fetchone()[0]
+    stored = set(a_values)
+    return {"n": n, "kill_delay_ms": round(1000 * delay, 1), "acknowledged_before_kill": acked_at_kill,
+            "acknowledged_all_present": all(i + 1 in stored for i in acked),
+            "duplicates": len(a_values) - len(stored), "stored_after_resend": len(a_values),
+            "used_tokens": n_tokens, "acknowledged_refused_as_replay": set(acked) <= replays,
+            "stored_before_restart_not_acknowledged": len(replays) - acked_at_kill}
+
+
+def run_load(work: Path, secret: bytes, a: argparse.Namespace) -> dict:
+    """The batch and single-report benchmarks on a fresh store."""
+    plan = plan_marginals(DOMAIN, 10**6, 2.0)
+    plan.to_json(work / "plan.json")
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    batch_items, single_items = items_for(plan, secret, a.n, rng), items_for(plan, secret, a.single, rng)
+    print(f"prepared {a.n + a.single} reports in {time.perf_counter() - t:.1f} s "
+          f"(plan: {plan.n_subsets} subsets, oracles {sorted(set(plan.oracles))})", flush=True)
+    port = free_port()
+    proc = start(work, work / "plan.json", port, a.workers)
+    try:
+        out = {"workers": a.workers, "batch": bench_batch(f"http://127.0.0.1:{port}", batch_items, a.batch)}
+        print(json.dumps(out["batch"]), flush=True)
+        out["single"] = bench_single(port, single_items, a.clients)
+        print(json.dumps(out["single"]), flush=True)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--single", type=int, default=20_000)
+    ap.add_argument("--clients", type=int, default=100)
+    ap.add_argument("--kill-n", type=int, default=200_000)
+    ap.add_argument("--kill-runs", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of the service")
+    ap.add_argument("--only", choices=["all", "kill", "load"], default="all")
+    ap.add_argument("--workdir", default="/tmp/lopub-bench-serve")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    for name in ("n", "batch", "single", "clients", "kill_n", "kill_runs", "workers"):
+        if not 1 <= getattr(a, name) <= 10_000_000:
+            ap.error(f"--{name.replace('_', '-')} ({getattr(a, name)}) must be in [1, 10^7]")
+    work = Path(a.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "relay.key").write_text(RELAY)
+    secret = tokens.load_secret(work / "secret")
+    (work / "store.sqlite").unlink(missing_ok=True)
+    results: dict = {}
+    if a.only in ("all", "load"):
+        results.update(run_load(work, secret, a))
+    results["kill"] = []
+    for _ in range(a.kill_runs if a.only != "load" else 0):  # kill -9 at random moments after half the reports
+        delay = int.from_bytes(os.urandom(2), "little") / 65536 * 0.2
+        results["kill"].append(bench_kill(work, secret, a.kill_n, min(a.batch, 2000), delay))
+        print(json.dumps(results["kill"][-1]), flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

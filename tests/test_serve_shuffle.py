@@ -1,0 +1,75 @@
+"""Amplification by shuffling: the numerical bound against brute force and the closed form."""
+from __future__ import annotations
+
+import json
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lopub.cli import main
+from lopub.serve.shuffle import closed_form_epsilon, shuffle_delta, shuffle_epsilon
+
+
+def _brute_delta(n, eps0, eps):
+    """D_{e^eps}(P || Q) by enumerating every (c, first count) of the clone distributions."""
+    alpha = math.exp(eps0) / (math.exp(eps0) + 1)
+    total = 0.0
+    for c in range(n):
+        pc = stats.binom.pmf(c, n - 1, math.exp(-eps0))
+        b = stats.binom.pmf(np.arange(c + 1), c, 0.5)
+        shifted = np.concatenate([[0.0], b])  # Pr[A + 1 = k]
+        plain = np.concatenate([b, [0.0]])  # Pr[A = k]
+        p = alpha * shifted + (1 - alpha) * plain
+        q = (1 - alpha) * shifted + alpha * plain
+        total += pc * np.maximum(p - math.exp(eps) * q, 0).sum()
+    return total
+
+
+@pytest.mark.parametrize("n, eps0, eps", list(product([2, 7, 60], [0.3, 1.0, 3.0], [0.0, 0.1, 0.5])))
+def test_delta_equals_brute_force(n, eps0, eps):
+    assert shuffle_delta(n, eps0, eps) == pytest.approx(_brute_delta(n, eps0, eps), abs=3e-15)
+
+
+@pytest.mark.parametrize("n, eps0, delta", [(10**4, 0.5, 1e-6), (10**4, 1.0, 1e-6), (10**5, 2.0, 1e-8),
+                                             (10**6, 1.0, 1e-8), (10**6, 4.0, 1e-8), (10**7, 6.0, 1e-9)])
+def test_numerical_below_closed_form_and_local(n, eps0, delta):
+    closed = closed_form_epsilon(n, eps0, delta)
+    eps = shuffle_epsilon(n, eps0, delta)
+    assert closed is not None and 0 < eps <= closed < eps0 + 1
+    assert eps < eps0
+    assert shuffle_delta(n, eps0, eps) <= delta  # the answer meets its delta
+    assert shuffle_delta(n, eps0, eps * 0.98) > delta  # and is tight (bisection)
+
+
+def test_more_users_more_amplification():
+    eps = [shuffle_epsilon(n, 2.0, 1e-6) for n in (10**3, 10**4, 10**5, 10**6)]
+    assert all(a > b for a, b in zip(eps, eps[1:]))
+    # the rate is about 1/sqrt(n): 100x the users, about a tenth of the epsilon
+    assert 0.05 < eps[3] / eps[1] < 0.2
+
+
+def test_closed_form_outside_its_range_and_errors():
+    assert closed_form_epsilon(100, 5.0, 1e-6) is None
+    assert shuffle_epsilon(100, 5.0, 1e-6) <= 5.0
+    with pytest.raises(ValueError, match=r"n \(1\) must be an integer >= 2"):
+        shuffle_delta(1, 1.0, 0.1)
+    with pytest.raises(ValueError, match=r"delta \(0\) must be in \(0, 1\)"):
+        shuffle_epsilon(10, 1.0, 0)
+    with pytest.raises(ValueError, match=r"eps0 \(-1.0\) must be a finite number > 0"):
+        shuffle_delta(10, -1.0, 0.1)
+
+
+def test_privacy_command(capsys):
+    assert main(["privacy", "--epsilon", "2", "--d", "3", "--shuffle-n", "100000", "--delta", "1e-6",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["local_epsilon"] == 2 and out["central_epsilon"] == pytest.approx(
+        shuffle_epsilon(100000, 2.0, 1e-6))
+    assert out["central_epsilon"] < out["closed_form_epsilon"] < 2
+    assert main(["privacy", "--f", "0.5", "--shuffle-n", "1"]) == 2
+    assert "--shuffle-n (1) must be an integer >= 2" in capsys.readouterr().err
+    assert main(["privacy", "--f", "0.5", "--shuffle-n", "10", "--delta", "2"]) == 2
+    assert "--delta (2.0) must be in (0, 1)" in capsys.readouterr().err
