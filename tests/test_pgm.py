@@ -134,7 +134,7 @@ def test_fit_is_deterministic_and_warm_start_resumes():
     summary = one.summary()
     assert set(summary) == {"loss", "iterations", "converged", "seconds", "stop", "gap", "chi2", "dof",
                             "chi2_z", "constraints", "constraint_violation", "inference"}
-    assert summary["seconds"] >= 0 and summary["chi2"] == pytest.approx(2 * summary["loss"], rel=1e-12)
+    assert summary["seconds"] >= 0 and 0 <= summary["chi2"] <= 2 * summary["loss"] + 1e-9
 
 
 def test_errors_name_the_measurement_and_the_remedy():

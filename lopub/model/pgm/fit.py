@@ -37,7 +37,7 @@ from lopub.data.marginal import Marginal
 from lopub.estimate.measurement import Measurement
 from lopub.model.pgm.inference import CliqueTree
 from lopub.model.pgm.inference import sum_to
-from lopub.model.pgm.loss import Term, chi2_dof, loss_and_gradient, place, smoothness
+from lopub.model.pgm.loss import Term, chi2_dof, chi2_statistic, loss_and_gradient, place, smoothness
 
 DEFAULT_TOL = 1e-5
 ATOL = 1e-3  # nats: a log-likelihood change far below any statistical meaning
@@ -78,8 +78,8 @@ class MRFFit:
     losses : list of float
         Loss after every iteration (starting with the initial one).
     chi2 : float
-        ``2 * loss = sum_i ||mu_i - y_i||^2 / sigma_i^2``: the goodness-of-fit
-        statistic of the weighted measurements.
+        Goodness-of-fit statistic of the weighted measurements
+        (:func:`lopub.model.pgm.loss.chi2_statistic`, about ``2 * loss``).
     dof : int
         Its approximate degrees of freedom (:func:`lopub.model.pgm.loss.chi2_dof`):
         a model that explains the measurements within their noise has
@@ -216,7 +216,7 @@ def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measureme
                  for c, p in zip(ct.cliques, point.mu)]
     exact = [t for t in terms if t.exact]
     return MRFFit(domain, tree, point.theta, marginals, point.loss, len(losses) - 1, converged,
-                  time.perf_counter() - t0, losses, chi2=2.0 * point.loss,
+                  time.perf_counter() - t0, losses, chi2=chi2_statistic(point.mu, terms),
                   dof=chi2_dof(terms, domain, ct.cliques), gap=gap, stop=stop, constraints=len(exact),
                   constraint_violation=_violation(point.mu, exact))
 

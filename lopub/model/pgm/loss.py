@@ -46,6 +46,7 @@ class Term:
     sum_axes: tuple[int, ...]     # clique axes summed out
     y: np.ndarray                 # estimate in the clique's layout (1 on summed axes)
     weight: float                 # 1 / sigma^2 (0.0: an exact constraint)
+    stat: bool = True             # counted by the chi-square statistic (False: a derived projection)
 
     @property
     def exact(self) -> bool:
@@ -94,7 +95,8 @@ def place(measurements: Sequence[Measurement], domain: Domain,
             y, weight = simplex(y), 0.0
         else:
             weight = 1.0 / sigma2
-        terms.append(Term(i, j, tuple(k for k, a in enumerate(clique) if a not in m.attrs), y, weight))
+        terms.append(Term(i, j, tuple(k for k, a in enumerate(clique) if a not in m.attrs), y, weight,
+                          "derived_from" not in m.provenance))
     return terms
 
 
@@ -114,11 +116,31 @@ def simplex(y: np.ndarray) -> np.ndarray:
     return np.maximum(v - css[rho] / (rho + 1), 0.0).reshape(np.shape(y))
 
 
-def chi2_dof(terms: Sequence[Term], domain: Domain, cliques: Sequence[tuple[str, ...]]) -> int:
-    """Degrees of freedom of ``2 L`` at the fit: measured cells minus fitted parameters.
+def chi2_statistic(mu: list[np.ndarray], terms: Sequence[Term]) -> float:
+    """Goodness-of-fit statistic of the weighted measurements at the marginals ``mu``.
 
-    At the true distribution ``E[2 L] = sum_i cells_i`` (``sigma_i^2`` is the
-    mean per-cell variance); fitting the model removes about one dimension
+    A table's estimate sums to 1, so its noise lives in the ``cells - 1``
+    directions that sum to zero, with per-direction variance
+    ``cells / (cells - 1) sigma^2`` (``sigma^2`` the mean per-cell variance);
+    the statistic is ``sum_i (cells_i - 1) / cells_i * ||P r_i||^2 / sigma_i^2``
+    with ``r_i = mu_{C_i} - y_i`` and ``P`` removing the mean.  Compare it
+    with :func:`chi2_dof`.
+    """
+    out = 0.0
+    for t in terms:
+        if t.exact or t.cells < 2 or not t.stat:
+            continue
+        r = sum_to(mu[t.clique], t.sum_axes) - t.y
+        r = r - r.mean()
+        out += t.weight * (t.cells - 1) / t.cells * float(np.vdot(r, r))
+    return out
+
+
+def chi2_dof(terms: Sequence[Term], domain: Domain, cliques: Sequence[tuple[str, ...]]) -> int:
+    """Degrees of freedom of :func:`chi2_statistic` at the fit.
+
+    At the true distribution the statistic has expectation
+    ``sum_i (cells_i - 1)``; fitting the model removes about one dimension
     per free parameter of the measured marginals, i.e. per interaction of
     every attribute set inside a weighted measurement but inside no exact
     one (``prod_{a in T} (|a| - 1)`` for each such set ``T``).  Approximate:
@@ -132,10 +154,10 @@ def chi2_dof(terms: Sequence[Term], domain: Domain, cliques: Sequence[tuple[str,
                 out.update(frozenset(c) for c in itertools.combinations(attrs, r))
         return out
 
-    weighted = [t for t in terms if not t.exact]
+    weighted = [t for t in terms if not t.exact and t.stat]
     free = closure(weighted) - closure([t for t in terms if t.exact])
     params = sum(math.prod(domain.size(a) - 1 for a in s) for s in free)
-    return max(sum(t.cells for t in weighted) - params, 0)
+    return max(sum(t.cells - 1 for t in weighted) - params, 0)
 
 
 def loss_and_gradient(mu: list[np.ndarray], terms: Sequence[Term]
