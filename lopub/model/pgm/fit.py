@@ -72,8 +72,10 @@ class MRFFit:
         ``max_iter``, not a step that could no longer lower the loss) and
         the certified suboptimality ``gap`` is at most ``GAP_ATOL`` nats, or
         ``tol`` of the loss, or ``GAP_REL`` of the decrease the descent
-        achieved.  A fit that did not move is therefore never converged unless
-        it started at the minimum (gap at most 0.5 nats).
+        achieved (with exact constraints, whose gap need not vanish: the
+        stopping rule and a loss that fell by more than ``ATOL``).  A fit that
+        did not move is therefore never converged unless it started at the
+        minimum (gap at most 0.5 nats).
     seconds : float
     losses : list of float
         Loss after every iteration (starting with the initial one).
@@ -210,11 +212,14 @@ def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measureme
     theta = _start(warm_start, ct.shapes)
     point, losses, stop = _descend(ct, terms, theta, tol, max_iter, accelerate)
     gap = frank_wolfe_gap(ct, point) if any(not t.exact for t in terms) else None
-    converged = stop in ("tol", "no measurements") and (
-        gap is None or gap <= max(GAP_ATOL, tol * point.loss, GAP_REL * (losses[0] - point.loss)))
+    exact = [t for t in terms if t.exact]
+    moved = losses[0] - point.loss
+    certified = gap is None or gap <= max(GAP_ATOL, tol * point.loss, GAP_REL * moved)
+    # with exact constraints the gap bounds the unconstrained problem and need not vanish:
+    # then the descent must at least have moved
+    converged = stop in ("tol", "no measurements") and (certified or (bool(exact) and moved > ATOL))
     marginals = [Marginal(domain.project(list(c)), p, n, {"method": "pgm"})
                  for c, p in zip(ct.cliques, point.mu)]
-    exact = [t for t in terms if t.exact]
     return MRFFit(domain, tree, point.theta, marginals, point.loss, len(losses) - 1, converged,
                   time.perf_counter() - t0, losses, chi2=chi2_statistic(point.mu, terms),
                   dof=chi2_dof(terms, domain, ct.cliques), gap=gap, stop=stop, constraints=len(exact),
