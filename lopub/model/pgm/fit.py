@@ -237,7 +237,7 @@ def frank_wolfe_gap(ct: CliqueTree, point: "_Point") -> float:
     Jaggi, "Revisiting Frank-Wolfe: projection-free sparse convex
     optimization", ICML 2013 (the duality gap).
     """
-    lin = sum(float(np.vdot(g, m)) for g, m in zip(point.grad, point.mu) if g is not None)
+    lin = sum(float(np.sum(g * m)) for g, m in zip(point.grad, point.mu) if g is not None)
     best = ct.max_sum([None if g is None else -g for g in point.grad])
     return max(lin + best, 0.0)
 
