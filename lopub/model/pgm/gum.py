@@ -3,8 +3,8 @@
 A release sampled from the junction tree carries the tree's cliques but not
 the measured sets that lie in no clique (the relaxed regions of
 :mod:`lopub.model.pgm.relaxed`).  :func:`refine_codes` updates the sampled
-records toward every region table: for each region, a share ``alpha`` of each
-surplus cell's excess records is replaced by copies of records from cells in
+records toward every region table: for each region, each record of a surplus cell
+is, with probability ``alpha * excess / count``, replaced by copies of records from cells in
 deficit (whole records, so their other attributes stay jointly plausible;
 when a deficit cell holds no record, only the region's attributes are set).
 ``alpha`` decays over rounds; all steps are vectorized over records.
@@ -48,17 +48,20 @@ def _step(x: np.ndarray, idx: list[int], sizes: list[int], target: np.ndarray, a
           rng: np.random.Generator) -> None:
     cell = np.ravel_multi_index(tuple(x[:, i] for i in idx), sizes)
     count = np.bincount(cell, minlength=target.size)
-    excess = np.floor(alpha * np.maximum(count - target, 0.0)).astype(np.int64)
+    excess = alpha * np.maximum(count - target, 0.0)
     deficit = np.maximum(target - count, 0.0)
-    m = int(excess.sum())
-    if m == 0 or deficit.sum() <= 0:
+    if excess.sum() < 1.0 or deficit.sum() <= 0:
         return
-    ranked = np.lexsort((rng.random(x.shape[0]), cell))             # records grouped by cell, shuffled
+    # each record of a surplus cell leaves with probability excess / count (no sort of the records)
+    pick = np.flatnonzero(rng.random(x.shape[0]) < (excess / np.maximum(count, 1))[cell])
+    if pick.size == 0:
+        return
+    dest = rng.choice(target.size, size=pick.size, p=deficit / deficit.sum())
+    small = np.int16 if target.size < 2**15 else np.int64   # radix sort for small cell counts
+    ranked = np.argsort(cell.astype(small), kind="stable")
     start = np.concatenate([[0], np.cumsum(count)[:-1]])
-    pick = np.concatenate([ranked[s:s + e] for s, e in zip(start[excess > 0], excess[excess > 0])])
-    dest = rng.choice(target.size, size=m, p=deficit / deficit.sum())
     have = count[dest] > 0
-    src = ranked[start[dest[have]] + rng.integers(0, np.maximum(count[dest[have]], 1))]
+    src = ranked[start[dest[have]] + rng.integers(0, count[dest[have]])]
     x[pick[have]] = x[src]
     vals = np.unravel_index(dest[~have], sizes)
     for j, i in enumerate(idx):
