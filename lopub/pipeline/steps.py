@@ -349,9 +349,10 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[M
         model.meta["regions"] = [{"attrs": list(t.attrs), "p": t.values.ravel().tolist()} for t in tables]
     if progress is not None:
         progress("model fit", 1, 1)
-    notes = [] if mrf.converged else [
+    gap = "none" if mrf.gap is None else f"{mrf.gap:.3g} nats"
+    notes = [] if mrf.converged else [(
         f"model fit did not converge (stopped: {mrf.stop}, {mrf.iterations} iterations, certified gap "
-        f"{mrf.gap:.3g} nats); raise fit_options['max_iter'] or check the measurements' variances"]
+        f"{gap}); raise fit_options['max_iter'] or check the measurements' variances")]
     summary = dict(mrf.summary(), regions=len(outside),
                    inference="exact" if not outside else "exact tree + relaxed regions")
     extra = {"measurements": [list(m.attrs) for m in ms + outside], "model_fit": summary,

@@ -46,7 +46,6 @@ class Term:
     sum_axes: tuple[int, ...]     # clique axes summed out
     y: np.ndarray                 # estimate in the clique's layout (1 on summed axes)
     weight: float                 # 1 / sigma^2 (0.0: an exact constraint)
-    stat: bool = True             # counted by the chi-square statistic (False: a derived projection)
 
     @property
     def exact(self) -> bool:
@@ -95,8 +94,7 @@ def place(measurements: Sequence[Measurement], domain: Domain,
             y, weight = simplex(y), 0.0
         else:
             weight = 1.0 / sigma2
-        terms.append(Term(i, j, tuple(k for k, a in enumerate(clique) if a not in m.attrs), y, weight,
-                          "derived_from" not in m.provenance))
+        terms.append(Term(i, j, tuple(k for k, a in enumerate(clique) if a not in m.attrs), y, weight))
     return terms
 
 
@@ -124,11 +122,15 @@ def chi2_statistic(mu: list[np.ndarray], terms: Sequence[Term]) -> float:
     ``cells / (cells - 1) sigma^2`` (``sigma^2`` the mean per-cell variance);
     the statistic is ``sum_i (cells_i - 1) / cells_i * ||P r_i||^2 / sigma_i^2``
     with ``r_i = mu_{C_i} - y_i`` and ``P`` removing the mean.  Compare it
-    with :func:`chi2_dof`.
+    with :func:`chi2_dof`.  A projection of a measurement (e.g. the margins
+    of a relaxed region, :mod:`lopub.model.pgm.relaxed`) carries the sum of
+    the per-cell variances, which ignores the (negative) covariances between
+    a table's cells and overstates its noise: the statistic is then
+    conservative (low), never inflated by it.
     """
     out = 0.0
     for t in terms:
-        if t.exact or t.cells < 2 or not t.stat:
+        if t.exact or t.cells < 2:
             continue
         r = sum_to(mu[t.clique], t.sum_axes) - t.y
         r = r - r.mean()
@@ -154,7 +156,7 @@ def chi2_dof(terms: Sequence[Term], domain: Domain, cliques: Sequence[tuple[str,
                 out.update(frozenset(c) for c in itertools.combinations(attrs, r))
         return out
 
-    weighted = [t for t in terms if not t.exact and t.stat]
+    weighted = [t for t in terms if not t.exact]
     free = closure(weighted) - closure([t for t in terms if t.exact])
     params = sum(math.prod(domain.size(a) - 1 for a in s) for s in free)
     return max(sum(t.cells - 1 for t in weighted) - params, 0)
