@@ -132,7 +132,9 @@ def test_fit_is_deterministic_and_warm_start_resumes():
     again = fit_mrf(DOM, jt, ms, warm_start=one)
     assert again.loss <= one.loss and again.iterations < one.iterations
     summary = one.summary()
-    assert set(summary) == {"loss", "iterations", "converged", "seconds"} and summary["seconds"] >= 0
+    assert set(summary) == {"loss", "iterations", "converged", "seconds", "stop", "gap", "chi2", "dof",
+                            "chi2_z", "constraints", "constraint_violation", "inference"}
+    assert summary["seconds"] >= 0 and 0 <= summary["chi2"] <= 2 * summary["loss"] + 1e-9
 
 
 def test_errors_name_the_measurement_and_the_remedy():

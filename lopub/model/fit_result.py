@@ -39,7 +39,10 @@ class FitReport:
     measurements : list of list of str
         Attribute sets the model was fitted to (release "pgm").
     model_fit : dict or None
-        loss, iterations, converged, seconds of :func:`lopub.model.pgm.fit_mrf`.
+        :meth:`lopub.model.pgm.MRFFit.summary` (loss, iterations, converged,
+        seconds, stop, gap, chi2, dof, chi2_z, constraints,
+        constraint_violation) plus ``regions`` (measured sets in no clique,
+        kept as relaxed regions) and ``inference``.
     calibration_avd_max : float
         Largest change calibration made to a clique table.
     seconds : dict

@@ -161,9 +161,23 @@ class Model:
             out = self.cliques[i].project(attrs)
             meta = {"method": "model", "answer": "clique", "clique": list(self.tree.cliques[i])}
             return Marginal(out.domain, out.values, self.n, meta)
+        region = self._region(attrs)
+        if region is not None:
+            return region
         values = self._infer(attrs)
         return Marginal(self.domain.project(attrs), values, self.n,
                         {"method": "model", "answer": "inference"})
+
+    def _region(self, attrs: list[str]) -> Marginal | None:
+        """Answer from a fitted region table (``meta["regions"]``: measured sets in no clique)."""
+        for r in self.meta.get("regions", ()):
+            if set(attrs) <= set(r["attrs"]):
+                sub = self.domain.project(list(r["attrs"]))
+                table = Marginal(sub, np.asarray(r["p"], dtype=float).reshape(sub.sizes), self.n)
+                out = table.project(attrs)
+                return Marginal(out.domain, out.values, self.n,
+                                {"method": "model", "answer": "region", "region": list(r["attrs"])})
+        return None
 
     marginal = project
 

@@ -35,7 +35,8 @@ from lopub.model.fit_result import FitReport, FitResult
 from lopub.model.graphical import Model
 from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
 from lopub.model.pgm.fit import BYTES_PER_CELL
-from lopub.model.pgm.measure import release_measurements
+from lopub.model.pgm.measure import outside_measurements, release_measurements
+from lopub.model.pgm.relaxed import derived, regions
 from lopub.pipeline.options import MRF_OPTIONS, RELEASES, FitOptions  # noqa: F401  (RELEASES re-exported)
 from lopub.progress import Progress
 
@@ -313,23 +314,39 @@ def _check_capacity(cache: MarginalCache, clique_budget: int, release: str, memo
 
 
 def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[Model, dict]:
-    """Release "pgm": measurements from the cache, graphical model fitted to them."""
+    """Release "pgm": every measurement kept, graphical model fitted to them.
+
+    Measurements inside the junction tree's cliques are fitted exactly;
+    measured sets in no clique are kept by relaxed marginal consistency
+    (:mod:`lopub.model.pgm.relaxed`): their projections on the cliques join
+    the fit and their own tables (consistent with the model) answer their
+    queries (``model.meta["regions"]``).
+    """
     t0 = time.perf_counter()
     ms = release_measurements(cache, jt, n=n, graph=dg, triples=triples, progress=progress)
+    outside = outside_measurements(cache, jt, n=n)
     t1 = time.perf_counter()
     opts = {k: v for k, v in fit_options.items() if k != "memory_budget"}
     if progress is not None:
         progress("model fit", 0, 1)
     n = n if n is not None else next((m.n for m in ms if m.n is not None), None)
-    mrf: MRFFit = fit_mrf(cache.domain, jt, ms, n=n, **opts)
+    mrf: MRFFit = fit_mrf(cache.domain, jt, ms + derived(outside, jt.cliques), n=n, **opts)
+    model = mrf.to_model(n=n, graph=dg)
+    if outside:
+        tables = regions(outside, model.project, jt.cliques, cache.domain)
+        model.meta["regions"] = [{"attrs": list(t.attrs), "p": t.values.ravel().tolist()} for t in tables]
     if progress is not None:
         progress("model fit", 1, 1)
-    notes = [] if mrf.converged else [
-        f"model fit stopped at max_iter ({mrf.iterations}) before tol; raise fit_options['max_iter']"]
-    extra = {"measurements": [list(m.attrs) for m in ms], "model_fit": mrf.summary(),
+    gap = "none" if mrf.gap is None else f"{mrf.gap:.3g} nats"
+    notes = [] if mrf.converged else [(
+        f"model fit did not converge (stopped: {mrf.stop}, {mrf.iterations} iterations, certified gap "
+        f"{gap}); raise fit_options['max_iter'] or check the measurements' variances")]
+    summary = dict(mrf.summary(), regions=len(outside),
+                   inference="exact" if not outside else "exact tree + relaxed regions")
+    extra = {"measurements": [list(m.attrs) for m in ms + outside], "model_fit": summary,
              "warnings": notes,
              "seconds": {"measurements": t1 - t0, "model_fit": time.perf_counter() - t1}}
-    return mrf.to_model(n=n, graph=dg), extra
+    return model, extra
 
 
 def _release_cliques(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[Model, dict]:

@@ -38,6 +38,7 @@ from lopub.data.dataset import Dataset
 from lopub.io import atomic_write
 from lopub.limits import check_memory
 from lopub.model.graphical import Model, conditional_table
+from lopub.model.pgm.gum import refine_codes
 
 
 def sample_codes(model: Model, n: int | None = None, *,
@@ -83,6 +84,8 @@ def sample_codes(model: Model, n: int | None = None, *,
         new_codes = np.unravel_index(draw, dom.project(new).sizes)
         for a, c in zip(new, new_codes):
             codes[:, dom.index(a)] = c
+    if model.meta.get("regions"):  # measured sets in no clique (lopub.model.pgm.relaxed)
+        codes = refine_codes(codes, dom, model.meta["regions"], rng=gen)
     return Dataset(codes, dom)
 
 

@@ -4,6 +4,11 @@
 marginals match a set of noisy :class:`~lopub.estimate.measurement.Measurement` s,
 weighted by inverse variance; :meth:`MRFFit.to_model` turns it into a
 :class:`lopub.model.graphical.Model` (queries, synthesis, save/load).
+Zero-variance measurements are exact constraints; :meth:`MRFFit.summary`
+reports convergence honestly (stopping rule, Frank-Wolfe gap, chi-square
+statistic and degrees of freedom).  Measured sets in no clique are kept as
+relaxed regions (:mod:`lopub.model.pgm.relaxed`) and carried into the
+synthetic records by GUM-style updating (:mod:`lopub.model.pgm.gum`).
 
 References
 ----------

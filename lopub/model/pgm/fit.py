@@ -36,7 +36,8 @@ from lopub.data.domain import Domain
 from lopub.data.marginal import Marginal
 from lopub.estimate.measurement import Measurement
 from lopub.model.pgm.inference import CliqueTree
-from lopub.model.pgm.loss import loss_and_gradient, place, smoothness
+from lopub.model.pgm.inference import sum_to
+from lopub.model.pgm.loss import Term, chi2_dof, chi2_statistic, loss_and_gradient, place, smoothness
 
 DEFAULT_TOL = 1e-5
 ATOL = 1e-3  # nats: a log-likelihood change far below any statistical meaning
@@ -44,6 +45,11 @@ DEFAULT_MAX_ITER = 5000
 WINDOW = 10
 BYTES_PER_CELL = 8 * 8   # float64 tables per clique cell while fitting (potentials, beliefs, trial, gradient)
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3
+IPF_SWEEPS = 200         # sweeps of iterative proportional fitting enforcing exact measurements
+IPF_ATOL = 1e-10         # ... until every exact marginal is met to this (probability units)
+GAP_ATOL = 0.5           # nats: a certified suboptimality below this is statistically nothing
+GAP_REL = 1e-3           # ... or below this share of the decrease the fit achieved
+TINY = 1e-300
 
 
 @dataclass
@@ -62,9 +68,37 @@ class MRFFit:
         Final value of the weighted loss (nats, see :mod:`lopub.model.pgm.loss`).
     iterations : int
     converged : bool
+        The optimizer reached the minimum: the stopping rule fired (not
+        ``max_iter``, not a step that could no longer lower the loss) and
+        the certified suboptimality ``gap`` is at most ``GAP_ATOL`` nats, or
+        ``tol`` of the loss, or ``GAP_REL`` of the decrease the descent
+        achieved (with exact constraints, whose gap need not vanish: the
+        stopping rule and a loss that fell by more than ``ATOL``).  A fit that
+        did not move is therefore never converged unless it started at the
+        minimum (gap at most 0.5 nats).
     seconds : float
     losses : list of float
         Loss after every iteration (starting with the initial one).
+    chi2 : float
+        Goodness-of-fit statistic of the weighted measurements
+        (:func:`lopub.model.pgm.loss.chi2_statistic`, about ``2 * loss``).
+    dof : int
+        Its approximate degrees of freedom (:func:`lopub.model.pgm.loss.chi2_dof`):
+        a model that explains the measurements within their noise has
+        ``chi2`` near ``dof`` (``chi2_z = (chi2 - dof) / sqrt(2 dof)`` a
+        standard score).
+    gap : float or None
+        Frank-Wolfe duality gap at the fit (nats): an upper bound on how far
+        the loss is above its minimum over the model (None: no weighted
+        measurement).  With exact constraints it bounds the unconstrained
+        problem's gap, so it may not vanish.
+    stop : str
+        Why the descent stopped: "tol", "max_iter", "stalled" (no step lowers
+        the loss), "no measurements".
+    constraints : int
+        Zero-variance measurements enforced exactly (one-cell ones are trivial and not counted).
+    constraint_violation : float
+        Largest absolute difference between an exact measurement and the model.
     """
 
     domain: Domain
@@ -76,11 +110,32 @@ class MRFFit:
     converged: bool
     seconds: float
     losses: list[float] = field(default_factory=list, repr=False)
+    chi2: float = 0.0
+    dof: int = 0
+    gap: float | None = None
+    stop: str = "tol"
+    constraints: int = 0
+    constraint_violation: float = 0.0
+
+    @property
+    def chi2_z(self) -> float | None:
+        """``(chi2 - dof) / sqrt(2 dof)`` (None when ``dof`` is 0)."""
+        return None if self.dof <= 0 else (self.chi2 - self.dof) / float(np.sqrt(2.0 * self.dof))
 
     def summary(self) -> dict[str, Any]:
-        """Loss, iterations, converged and seconds (for a fit report)."""
+        """Loss, iterations, converged, seconds and the goodness-of-fit fields (for a fit report).
+
+        Keys: ``loss``, ``iterations``, ``converged``, ``seconds``, ``stop``,
+        ``gap``, ``chi2``, ``dof``, ``chi2_z``, ``constraints``,
+        ``constraint_violation``, ``inference`` ("exact": junction tree).
+        """
+        z = self.chi2_z
         return {"loss": float(self.loss), "iterations": int(self.iterations),
-                "converged": bool(self.converged), "seconds": round(float(self.seconds), 3)}
+                "converged": bool(self.converged), "seconds": round(float(self.seconds), 3),
+                "stop": self.stop, "gap": None if self.gap is None else float(self.gap),
+                "chi2": float(self.chi2), "dof": int(self.dof), "chi2_z": None if z is None else float(z),
+                "constraints": int(self.constraints),
+                "constraint_violation": float(self.constraint_violation), "inference": "exact"}
 
     def to_model(self, n: int | None = None, graph: Any = None, meta: dict | None = None):
         """A :class:`lopub.model.graphical.Model` over the fitted clique marginals.
@@ -155,11 +210,68 @@ def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measureme
     ct = CliqueTree(domain, tree)
     terms = place(measurements, domain, ct.cliques)
     theta = _start(warm_start, ct.shapes)
-    point, losses, converged = _descend(ct, terms, theta, tol, max_iter, accelerate)
+    point, losses, stop = _descend(ct, terms, theta, tol, max_iter, accelerate)
+    gap = frank_wolfe_gap(ct, point) if any(not t.exact for t in terms) else None
+    exact = [t for t in terms if t.exact]
+    moved = losses[0] - point.loss
+    certified = gap is None or gap <= max(GAP_ATOL, tol * point.loss, GAP_REL * moved)
+    # with exact constraints the gap bounds the unconstrained problem and need not vanish:
+    # then the descent must at least have moved
+    converged = stop in ("tol", "no measurements") and (certified or (bool(exact) and moved > ATOL))
     marginals = [Marginal(domain.project(list(c)), p, n, {"method": "pgm"})
                  for c, p in zip(ct.cliques, point.mu)]
     return MRFFit(domain, tree, point.theta, marginals, point.loss, len(losses) - 1, converged,
-                  time.perf_counter() - t0, losses)
+                  time.perf_counter() - t0, losses, chi2=chi2_statistic(point.mu, terms),
+                  dof=chi2_dof(terms, domain, ct.cliques), gap=gap, stop=stop, constraints=len(exact),
+                  constraint_violation=_violation(point.mu, exact))
+
+
+def frank_wolfe_gap(ct: CliqueTree, point: "_Point") -> float:
+    """``<grad, mu> - min_x sum_C grad_C(x_C)``: bounds ``L(mu) - min L`` (convexity).
+
+    The minimum of the linearized loss over the marginal polytope is at a
+    single configuration, found by max-sum on the junction tree.
+
+    References
+    ----------
+    Jaggi, "Revisiting Frank-Wolfe: projection-free sparse convex
+    optimization", ICML 2013 (the duality gap).
+    """
+    lin = sum(float(np.sum(g * m)) for g, m in zip(point.grad, point.mu) if g is not None)
+    best = ct.max_sum([None if g is None else -g for g in point.grad])
+    return max(lin + best, 0.0)
+
+
+def _violation(mu: list[np.ndarray], exact: Sequence[Term]) -> float:
+    return max((float(np.abs(sum_to(mu[t.clique], t.sum_axes) - t.y).max()) for t in exact), default=0.0)
+
+
+def enforce(ct: CliqueTree, exact: Sequence[Term], theta: list[np.ndarray]) -> list[np.ndarray]:
+    """Potentials whose model meets every exact measurement (I-projection by IPF).
+
+    Each sweep rescales, one exact measurement at a time, its clique's
+    potential by ``y / mu`` on the measured attributes -- after which that
+    marginal is met exactly -- until all are met to ``IPF_ATOL``.
+
+    References
+    ----------
+    Csiszar, "I-divergence geometry of probability distributions and
+    minimization problems", Ann. Probab. 1975 (IPF as the I-projection onto
+    linear families).
+    """
+    if not exact:
+        return theta
+    theta = list(theta)
+    for _ in range(IPF_SWEEPS):
+        mu, _ = ct.marginals(theta)
+        if _violation(mu, exact) <= IPF_ATOL:
+            break
+        for k, t in enumerate(exact):
+            if k:
+                mu, _ = ct.marginals(theta)
+            cur = sum_to(mu[t.clique], t.sum_axes)
+            theta[t.clique] = theta[t.clique] + (np.log(np.maximum(t.y, TINY)) - np.log(np.maximum(cur, TINY)))
+    return theta
 
 
 def _start(warm_start: Any, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
@@ -184,10 +296,11 @@ class _Point:
         self.loss, self.grad = loss_and_gradient(self.mu, terms)
 
 
-def _armijo(ct: CliqueTree, terms, base: _Point, alpha: float, floor: float) -> tuple[_Point, float]:
-    """Mirror step from ``base``, halving ``alpha`` until the loss falls enough (Armijo)."""
+def _armijo(ct: CliqueTree, terms, exact, base: _Point, alpha: float, floor: float) -> tuple[_Point, float]:
+    """Mirror step from ``base`` (then the exact constraints), halving ``alpha`` until the loss falls enough."""
     while True:
-        new = _Point(ct, terms, [t if g is None else t - alpha * g for t, g in zip(base.theta, base.grad)])
+        trial = [t if g is None else t - alpha * g for t, g in zip(base.theta, base.grad)]
+        new = _Point(ct, terms, enforce(ct, exact, trial))
         first = sum(float(np.sum(g * (m - nm)))
                     for g, m, nm in zip(base.grad, base.mu, new.mu) if g is not None)
         if base.loss - new.loss >= 0.5 * first or alpha <= floor:
@@ -196,34 +309,39 @@ def _armijo(ct: CliqueTree, terms, base: _Point, alpha: float, floor: float) -> 
 
 
 def _descend(ct: CliqueTree, terms, theta: list[np.ndarray], tol: float, max_iter: int,
-             accelerate: bool) -> tuple[_Point, list[float], bool]:
+             accelerate: bool) -> tuple[_Point, list[float], str]:
     """Backtracked mirror descent, optionally with momentum on the potentials and restart.
 
     With ``accelerate`` the step is taken from the extrapolated potentials
     ``theta_k + (k - 1) / (k + 2) (theta_k - theta_{k-1})`` (Nesterov); a step
     that would raise the loss is discarded and the momentum restarts from
-    ``theta_k``, so the accepted losses never increase.
+    ``theta_k``, so the accepted losses never increase.  Exact (zero-variance)
+    measurements are enforced after every step (:func:`enforce`); the first
+    step is ``1 / S`` with ``S`` the smoothness of the weighted terms alone.
+    Returns the last point, the losses and why it stopped ("tol",
+    "max_iter", "stalled", "no measurements").
     """
-    point = _Point(ct, terms, theta)
+    exact = [t for t in terms if t.exact]
+    point = _Point(ct, terms, enforce(ct, exact, theta))
     losses = [point.loss]
-    if not terms:
-        return point, losses, True
+    if not any(not t.exact for t in terms):
+        return point, losses, "no measurements"
     alpha = 1.0 / smoothness(terms)
     floor = alpha * 2.0 ** -40
     prev, k = point.theta, 1
     for _ in range(max_iter):
         beta = (k - 1) / (k + 2) if accelerate else 0.0
         base = point if beta == 0.0 else _Point(
-            ct, terms, [t + beta * (t - p) for t, p in zip(point.theta, prev)])
-        new, alpha = _armijo(ct, terms, base, alpha, floor)
+            ct, terms, enforce(ct, exact, [t + beta * (t - p) for t, p in zip(point.theta, prev)]))
+        new, alpha = _armijo(ct, terms, exact, base, alpha, floor)
         if new.loss > point.loss:
-            if beta == 0.0:  # even a plain step at the floor fails: rounding, stop here
-                return point, losses, True
+            if beta == 0.0:  # even a plain step at the floor fails: no step lowers the loss
+                return point, losses, "stalled"
             prev, k = point.theta, 1
             continue
         prev, point, k = point.theta, new, k + 1
         losses.append(point.loss)
         alpha *= 1.5
         if len(losses) > WINDOW and losses[-WINDOW - 1] - point.loss <= tol * point.loss + ATOL:
-            return point, losses, True
-    return point, losses, False
+            return point, losses, "tol"
+    return point, losses, "max_iter"

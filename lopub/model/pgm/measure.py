@@ -78,6 +78,27 @@ def release_measurements(cache: MarginalCache, tree: JunctionTree, *, n: int | N
             if not (isinstance(t, Measurement) and t.provenance.get("protocol") == "not measured")]
 
 
+def outside_measurements(cache: MarginalCache, tree: JunctionTree, *, n: int | None = None
+                         ) -> list[Measurement]:
+    """Every measured attribute set of two or more attributes that lies in no clique of ``tree``.
+
+    Marginal sampling: the plan's measurements.  Other sources: the sets the
+    cache already estimated (e.g. the pairs the dependency graph tested).
+    Sets answered as "not measured" carry no information and are left out.
+    """
+    cliques = [set(c) for c in tree.cliques]
+    own = getattr(cache.source, "measurements", None)
+    tables = list(own()) if callable(own) else list(getattr(cache, "_store", {}).values())
+    out = []
+    for t in tables:
+        if len(t.attrs) < 2 or any(set(t.attrs) <= c for c in cliques):
+            continue
+        if isinstance(t, Measurement) and t.provenance.get("protocol") == "not measured":
+            continue
+        out.append(as_measurement(t, n))
+    return out
+
+
 def _triples(tree: JunctionTree, graph: Any, edges: set, triples: bool | int) -> list[tuple[str, ...]]:
     if triples is False or triples is None or graph is None:
         return []

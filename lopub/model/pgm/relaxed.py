@@ -1,0 +1,169 @@
+"""Measured attribute sets that lie in no model clique: kept by relaxed marginal consistency.
+
+The exact fit (:func:`lopub.model.pgm.fit_mrf`) needs every measurement
+inside a junction-tree clique, and the tree's cliques are bounded by the
+clique budget, so some measured sets (e.g. most pairs of an all-pairs
+collection over 20 or more attributes) lie outside every clique.  They are
+not dropped.  The model becomes a region graph: the junction tree (exact
+consistency inside) plus one region per outside set ``S``, consistent with
+the tree on every maximal subset ``T`` of ``S`` that a clique holds (the local
+consistency of Private-PGM's relaxed marginal consistency, McKenna et al.
+NeurIPS 2021, with the tree as one big exact region).  The weighted loss over
+this region graph separates:
+
+* a region's table only enters through ``||mu_S - y_S||^2 / (2 sigma_S^2)``
+  under the constraint that its ``T``-marginals equal the tree's.  For a
+  pair ``S = (a, b)`` (``T`` = ``{a}``, ``{b}``), minimising over ``mu_S`` with
+  its margins fixed leaves exactly
+  ``||r_a||^2 / (2 |b| sigma_S^2) + ||r_b||^2 / (2 |a| sigma_S^2)`` with ``r``
+  the margins' residuals (the tables sum to 1): a measurement of each margin
+  with variance ``|other| sigma_S^2`` per cell, which is what
+  :meth:`Measurement.project` gives (the per-cell variances summed).  So
+  :func:`derived` replaces ``S`` by its projections on the ``T``, the tree is
+  fitted exactly to everything, and :func:`region_table` then returns the
+  table of ``S`` closest to ``y_S`` with the tree's margins.  Exact for pairs
+  (up to the non-negativity of the region table); for larger ``S`` whose
+  ``T`` overlap it counts the overlap's information more than once
+  (documented approximation).
+* queries of ``S`` (and its subsets outside every clique) come from the
+  region table; the release samples the tree (:mod:`lopub.model.graphical`).
+
+References
+----------
+McKenna, Pradhan, Sheldon, Miklau, "Relaxed marginal consistency for
+differentially private query answering", NeurIPS 2021.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+import numpy as np
+
+from lopub.data.domain import Domain
+from lopub.data.marginal import Marginal
+from lopub.estimate.measurement import Measurement
+
+#: rounds of iterative proportional fitting of a region table to the tree's margins
+IPF_ROUNDS = 200
+IPF_ATOL = 1e-12
+
+
+def split(measurements: Sequence[Measurement], cliques: Sequence[Sequence[str]]
+          ) -> tuple[list[Measurement], list[Measurement]]:
+    """(inside some clique, outside every clique)."""
+    sets = [set(c) for c in cliques]
+    inside = [m for m in measurements if any(set(m.attrs) <= c for c in sets)]
+    outside = [m for m in measurements if not any(set(m.attrs) <= c for c in sets)]
+    return inside, outside
+
+
+def overlaps(attrs: Sequence[str], cliques: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """Maximal subsets of ``attrs`` that some clique holds (attribute order of ``attrs``)."""
+    sub = {tuple(a for a in attrs if a in c) for c in cliques}
+    sub.discard(())
+    return sorted((t for t in sub if not any(set(t) < set(u) for u in sub)), key=lambda t: (len(t), t))
+
+
+def derived(outside: Sequence[Measurement], cliques: Sequence[Sequence[str]]) -> list[Measurement]:
+    """Each outside measurement projected on its maximal in-clique subsets (variances summed)."""
+    out = []
+    for m in outside:
+        for t in overlaps(m.attrs, cliques):
+            d = m.project(list(t))
+            out.append(dataclasses.replace(d, provenance=dict(d.provenance, derived_from=list(m.attrs))))
+    return out
+
+
+def region_table(m: Measurement, margins: Callable[[list[str]], np.ndarray],
+                 cliques: Sequence[Sequence[str]]) -> np.ndarray:
+    """The table of ``m.attrs`` nearest ``m.estimate`` whose in-clique margins are the model's.
+
+    Least-squares consistency (each margin's residual spread evenly over
+    the other cells) then, for non-negativity, iterative proportional
+    fitting of the clipped table to the same margins.
+
+    Parameters
+    ----------
+    m : Measurement
+    margins : callable(attrs) -> ndarray
+        The fitted model's table of ``attrs`` (axes in the given order).
+    cliques : sequence of attribute sets
+    """
+    attrs = list(m.attrs)
+    t = np.array(m.estimate, dtype=float)
+    t = t + (1.0 - t.sum()) / t.size
+    subs = overlaps(attrs, cliques)
+    targets = [(tuple(attrs.index(a) for a in s), margins(list(s))) for s in subs]
+    axes_of = [tuple(k for k in range(len(attrs)) if k not in ax) for ax, _ in targets]
+    for _ in range(len(subs) * 4):
+        for (ax, want), other in zip(targets, axes_of):
+            have = t.sum(axis=other, keepdims=True)
+            t = t + (_expand(want, ax, t.ndim) - have) / (t.size / have.size)
+    t = np.maximum(t, 0.0) + 1e-15
+    for _ in range(IPF_ROUNDS):
+        worst = 0.0
+        for (ax, want), other in zip(targets, axes_of):
+            have = t.sum(axis=other, keepdims=True)
+            w = _expand(want, ax, t.ndim)
+            worst = max(worst, float(np.abs(have - w).max()))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = t * np.where(have > 0, w / have, 0.0)
+        if worst <= IPF_ATOL:
+            break
+    return t / t.sum()
+
+
+def _expand(table: np.ndarray, axes: tuple[int, ...], ndim: int) -> np.ndarray:
+    """``table`` over ``axes`` (in that order) reshaped to broadcast against an ``ndim`` table."""
+    order = sorted(range(len(axes)), key=lambda i: axes[i])
+    t = np.transpose(np.asarray(table), order)
+    shape = [1] * ndim
+    for i, k in enumerate(sorted(axes)):
+        shape[k] = t.shape[i]
+    return t.reshape(shape)
+
+
+def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]], Marginal],
+            cliques: Sequence[Sequence[str]], domain: Domain, *, shrink: bool = True) -> list[Marginal]:
+    """Fitted region tables of the outside measurements (one per distinct attribute set).
+
+    With ``shrink`` (default) each region's interaction -- its consistent
+    table minus the tree model's answer for the same set, which has the same
+    margins -- is shrunk by the empirical-Bayes factor
+    ``tau^2 / (tau^2 + sigma_S^2)``, where ``tau^2`` is the interactions'
+    signal power per dimension estimated over all regions
+    (``mean (||d_S||^2 - k_S sigma_S^2) / k_S``, ``k_S = prod (|a| - 1)``):
+    a region whose measured dependence is within its noise leans on the
+    tree, a strong one keeps its measurement.
+
+    References
+    ----------
+    Efron & Morris, "Stein's estimation rule and its competitors -- an
+    empirical Bayes approach", JASA 1973.
+    """
+    pooled = []
+    for key in dict.fromkeys(frozenset(m.attrs) for m in outside):
+        same = [x for x in outside if frozenset(x.attrs) == key]
+        pooled.append(_pool(same) if len(same) > 1 else same[0])
+    fits = [region_table(m, lambda s: model_project(s).values, cliques) for m in pooled]
+    base = [model_project(list(m.attrs)).values for m in pooled]
+    if shrink and pooled:
+        ks = np.array([float(np.prod([domain.size(a) - 1 for a in m.attrs])) for m in pooled])
+        s2 = np.array([m.sigma2 for m in pooled])
+        d2 = np.array([float(((f - b) ** 2).sum()) for f, b in zip(fits, base)])
+        tau2 = max(float(np.mean((d2 - ks * s2) / ks)), 0.0)
+        lam = tau2 / (tau2 + s2) if tau2 > 0 else np.zeros(len(pooled))
+        fits = [b + lm * (f - b) for f, b, lm in zip(fits, base, lam)]
+    return [Marginal(domain.project(list(m.attrs)), f / f.sum(), m.n, {"method": "pgm-region"})
+            for m, f in zip(pooled, fits)]
+
+
+def _pool(ms: Sequence[Measurement]) -> Measurement:
+    """Inverse-variance weighted mean of measurements of one attribute set."""
+    attrs = list(ms[0].attrs)
+    tabs = [x.project(attrs) if list(x.attrs) != attrs else x for x in ms]
+    w = np.array([1.0 / max(x.sigma2, 1e-300) for x in tabs])
+    est = sum(wi * x.estimate for wi, x in zip(w, tabs)) / w.sum()
+    return Measurement(tabs[0].domain, est, tabs[0].n, variance=1.0 / w.sum())
+

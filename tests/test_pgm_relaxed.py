@@ -1,0 +1,185 @@
+"""lopub.model.pgm: exact constraints, the goodness-of-fit fields and measured sets outside the cliques."""
+import itertools
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
+from lopub.dependency import junction_tree
+from lopub.estimate.measurement import Measurement
+from lopub.model.pgm import fit_mrf
+from lopub.model.pgm.fit import IPF_ATOL
+from lopub.model.pgm.relaxed import derived, regions, split
+
+DOM = Domain.from_categories({"a": "012", "b": "01", "c": "0123", "d": "01"})
+
+
+def tree_of(edges, domain=DOM):
+    g = nx.Graph()
+    g.add_nodes_from(domain.attrs)
+    g.add_edges_from(edges)
+    return junction_tree(g, domain)
+
+
+def truth(seed=0):
+    """A strictly positive joint over DOM (every cell >= 0.2 / 48)."""
+    p = np.random.default_rng(seed).dirichlet(np.full(48, 5.0)).reshape(DOM.sizes)
+    return 0.8 * p + 0.2 / p.size
+
+
+def table(p, attrs):
+    keep = [DOM.index(a) for a in attrs]
+    out = p.sum(axis=tuple(i for i in range(p.ndim) if i not in keep))
+    return out  # axes in domain order == attrs order here
+
+
+def noisy(p, attrs, sigma, rng):
+    """Measurement with noise in the sum-zero directions, per-cell variance sigma^2."""
+    t = table(p, attrs)
+    z = rng.normal(0.0, sigma, t.shape)
+    z = (z - z.mean()) * np.sqrt(t.size / (t.size - 1))
+    return Measurement(DOM.project(list(attrs)), t + z, 1000, variance=sigma ** 2)
+
+
+def close_bound(fit, sigma2):
+    """||mu - mu*|| <= sqrt(2 gap / w) for a loss strongly convex with modulus w = 1 / sigma2."""
+    return np.sqrt(2.0 * max(fit.gap, 0.0) * sigma2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_chi2_of_a_correct_model_is_near_its_dof_and_not_of_a_wrong_variance(seed):
+    rng = np.random.default_rng(seed)
+    p, sigma = truth(seed), 2e-3
+    pairs = list(itertools.combinations(DOM.attrs, 2))
+    ms = [noisy(p, s, sigma, rng) for s in pairs]
+    full = tree_of(pairs)  # one clique: the model family holds the truth
+    fit = fit_mrf(DOM, full, ms, tol=1e-9)
+    assert fit.converged and fit.stop == "tol"
+    # sum of (cells - 1) over the 6 pairs minus the 3 + 1 + 3 + 1 main effects and 11 interactions
+    assert fit.dof == sum(DOM.cells(list(s)) - 1 for s in pairs) - (2 + 1 + 3 + 1) - (2 + 6 + 2 + 3 + 1 + 3)
+    assert abs(fit.chi2 - fit.dof) <= 5 * np.sqrt(2 * fit.dof)
+    understated = [Measurement(m.domain, m.values, m.n, variance=m.sigma2 / 100) for m in ms]
+    bad = fit_mrf(DOM, full, understated, tol=1e-9)
+    assert bad.chi2_z > 5 and bad.summary()["chi2_z"] == pytest.approx(bad.chi2_z)
+
+
+def test_a_fit_stopped_early_is_not_converged():
+    rng = np.random.default_rng(3)
+    ms = [noisy(truth(3), s, 2e-3, rng) for s in itertools.combinations(DOM.attrs, 2)]
+    fit = fit_mrf(DOM, tree_of(list(itertools.combinations(DOM.attrs, 2))), ms, max_iter=2)
+    assert not fit.converged and fit.stop == "max_iter" and fit.summary()["converged"] is False
+
+
+def test_zero_variance_measurement_is_met_exactly_and_the_rest_is_fitted():
+    rng = np.random.default_rng(4)
+    p = truth(4)
+    jt = tree_of([("a", "b"), ("b", "c")])
+    exact = Measurement(DOM.project(["c"]), table(p, ["c"]), 1000, variance=0.0)
+    ms = [noisy(p, ("a", "b"), 1e-3, rng), noisy(p, ("b", "c"), 1e-3, rng), exact]
+    fit = fit_mrf(DOM, jt, ms)
+    assert fit.converged and fit.constraints == 1 and fit.constraint_violation <= IPF_ATOL
+    c = next(m for m in fit.marginals if "c" in m.attrs).project(["c"]).values
+    np.testing.assert_allclose(c, table(p, ["c"]), atol=IPF_ATOL)
+    # the zero-variance term does not set the step: the fit moves far from uniform
+    ab = next(m for m in fit.marginals if m.attrs == ("a", "b")).values
+    assert np.abs(ab - table(p, ["a", "b"])).max() <= 5 * 1e-3 * 2
+
+
+def test_one_category_attribute_does_not_freeze_the_fit():
+    """Issue 23's repro through the pipeline: a (x 80 %, y 20 %), b, a constant c, epsilon 8."""
+    from lopub.collect import MarginalPlan, collect_records, measure_marginals
+    from lopub.pipeline.steps import fit
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    df = pd.DataFrame({"a": np.where(rng.random(n) < 0.8, "x", "y"), "b": rng.choice(list("uvw"), n),
+                       "c": "k"})
+    dom = Domain.from_categories({"a": "xy", "b": "uvw", "c": ["k"]})
+    data = Dataset.from_pandas(df, dom)
+    plan = MarginalPlan(dom, [("a",), ("b",), ("c",)], 8.0)
+    reports = collect_records(data, plan, rng=rng)
+    res = fit(reports)
+    got = res.model.project(["a"]).values
+    m = measure_marginals(reports).marginal(["a"])
+    tol = 5 * np.sqrt(m.variance.max())  # the model's a is the measured one (a is alone in its clique)
+    assert abs(got[0] - m.values[0]) <= tol + 1e-6
+    assert abs(got[0] - data.project(["a"]).values[0]) <= 2 * tol
+    assert res.report.model_fit["converged"]
+
+
+def test_outside_pairs_on_a_tree_shaped_region_graph_match_the_exact_fit():
+    """Regions that close no cycle: the local polytope is the marginal polytope, so relaxed == exact."""
+    rng = np.random.default_rng(6)
+    p = truth(6)
+    ms = [noisy(p, s, 1e-3, rng) for s in (("a", "b"), ("b", "c"), ("c", "d"))] + \
+         [noisy(p, (x,), 1e-3, rng) for x in DOM.attrs]
+    small = tree_of([("a", "b"), ("b", "c")])       # cliques ab, bc, d: cd is outside
+    inside, outside = split(ms, small.cliques)
+    assert [m.attrs for m in outside] == [("c", "d")]
+    relaxed = fit_mrf(DOM, small, inside + derived(outside, small.cliques), tol=1e-10)
+    model = relaxed.to_model()
+    cd = regions(outside, model.project, small.cliques, DOM, shrink=False)[0].values
+    exact = fit_mrf(DOM, tree_of([("a", "b"), ("b", "c"), ("c", "d")]), ms, tol=1e-10)
+    want = next(m for m in exact.marginals if m.attrs == ("c", "d")).values
+    bound = close_bound(relaxed, 1e-6 * 4) + close_bound(exact, 1e-6) + 1e-9
+    np.testing.assert_allclose(cd, want, atol=bound)
+    for x in ("a", "b", "c"):
+        np.testing.assert_allclose(model.project([x]).values, exact.to_model().project([x]).values, atol=bound)
+
+
+def test_outside_pairs_of_exact_tables_are_reproduced():
+    """All pairs measured exactly, tree on a chain: every outside pair answers its true table."""
+    p = truth(7)
+    pairs = list(itertools.combinations(DOM.attrs, 2))
+    ms = [Measurement(DOM.project(list(s)), table(p, s), 1000, variance=1e-8) for s in pairs]
+    jt = tree_of([("a", "b"), ("b", "c"), ("c", "d")])
+    inside, outside = split(ms, jt.cliques)
+    fit = fit_mrf(DOM, jt, inside + derived(outside, jt.cliques), tol=1e-10)
+    model = fit.to_model()
+    model.meta["regions"] = [{"attrs": list(t.attrs), "p": t.values.ravel().tolist()}
+                             for t in regions(outside, model.project, jt.cliques, DOM)]
+    bound = 4 * close_bound(fit, 1e-8 * 4) + 1e-6
+    for s in pairs:
+        got = model.project(list(s))
+        np.testing.assert_allclose(got.values, table(p, s), atol=bound)
+        assert got.meta["answer"] == ("clique" if any(set(s) <= set(c) for c in jt.cliques) else "region")
+
+
+def test_gum_moves_records_to_a_region_table_and_keeps_the_other_attributes():
+    from lopub.model.pgm.gum import refine_codes
+
+    dom = Domain.from_categories({"x": "01", "y": "01", "z": "012"})
+    rng = np.random.default_rng(8)
+    n = 20_000
+    codes = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 3, n)])
+    target = np.array([[0.4, 0.1], [0.1, 0.4]])
+    out = refine_codes(codes, dom, [{"attrs": ["x", "y"], "p": target.ravel().tolist()}], rng=rng)
+    got = np.bincount(out[:, 0] * 2 + out[:, 1], minlength=4).reshape(2, 2) / n
+    # round 1 moves the whole expected excess, later rounds its binomial remainder (a few sqrt(n)
+    # records, sqrt(n) / n = 0.007 before the 7 further rounds): well under 0.5 % of the records
+    assert 0.5 * np.abs(got - target).sum() <= 0.005
+    # z is untouched by the move except through copied records, which carry their own z
+    z = np.bincount(out[:, 2], minlength=3) / n
+    assert np.abs(z - 1 / 3).max() <= 5 * np.sqrt(2 / 9 / n) + 0.01
+
+
+def test_model_answers_outside_sets_from_regions_and_keeps_them_on_save(tmp_path):
+    from lopub.model.graphical import Model
+
+    p = truth(9)
+    jt = tree_of([("a", "b")])
+    fit = fit_mrf(DOM, jt, [Measurement(DOM.project(list(s)), table(p, s), 100, variance=1e-6)
+                            for s in (("a", "b"), ("c",), ("d",))])
+    model = fit.to_model(n=100)
+    cd = table(p, ("c", "d"))
+    model.meta["regions"] = [{"attrs": ["c", "d"], "p": cd.ravel().tolist()}]
+    got = model.project(["d", "c"])
+    assert got.meta["answer"] == "region"
+    np.testing.assert_allclose(got.values, cd.T, atol=1e-12)
+    model.save(tmp_path / "m.json")
+    again = Model.load(tmp_path / "m.json")
+    np.testing.assert_allclose(again.project(["c", "d"]).values, cd, atol=1e-12)
+    assert again.project(["a", "c"]).meta["answer"] == "inference"
