@@ -66,7 +66,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -78,7 +78,8 @@ from lopub.collect.adaptive import (
     choose_subsets,
     predict_plan_error,
 )
-from lopub.collect.cost import expected_tvd, normsub_errors
+from lopub.collect.cost import expected_tvd, normsub_errors, normsub_uniform
+from lopub.collect.groups import MIN_GROUP_FLOOR, describe_groups
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.twophase import DEFAULT_SCREEN_SHARE
 from lopub.data.domain import Domain
@@ -93,10 +94,33 @@ BLOOM_HS = (1, 2, 3, 4)
 #: with it the predictions are within -8 % .. +14 % of EM's error).
 BLOOM_EFFICIENCY = 0.85
 MAX_BLOOM_M = 1 << 16
+#: Most attributes a two-phase plan screens (its main-phase choice evaluates
+#: every pair of the screen's tables for about 30 candidates).
+MAX_SCREEN_ATTRS = 30
+
+
+#: Largest Bloom matrix (values x m bits) the planner builds to check that filters are distinct.
+MAX_BLOOM_MATRIX = 1 << 27
+#: Expected number of value pairs sharing a filter above which an ``m`` is not tried.
+MAX_EXPECTED_COLLISIONS = 8.0
 
 
 def bloom_m(domain: Domain, h: int) -> tuple[int, ...]:
-    """Per attribute, the smallest ``m`` (paper default 32 / 128, doubled) with distinct filters."""
+    """Per attribute, the smallest ``m`` (paper default 32 / 128, doubled) with distinct filters.
+
+    An ``m`` is tried only where it could work: ``k`` values in ``m`` bits
+    at ``h`` hashes share a filter with expected count about
+    ``k^2 h! / (2 m^h)`` pairs, and ``m`` values above
+    :data:`MAX_EXPECTED_COLLISIONS` are skipped without building the
+    ``k x m`` matrix; a matrix above :data:`MAX_BLOOM_MATRIX` bits is not
+    built.  Attributes of equal size and name length share no work: the
+    filters depend on the name.
+
+    Raises
+    ------
+    SpecError
+        No ``m <= MAX_BLOOM_M`` gives distinct filters within those bounds (naming the attribute).
+    """
     from lopub.reports.spec import CollectionSpec
 
     out = []
@@ -104,14 +128,18 @@ def bloom_m(domain: Domain, h: int) -> tuple[int, ...]:
         k = domain.size(a)
         m = 32 if k <= 2 else 128
         while True:
-            try:
-                CollectionSpec.from_domain(domain.project([a]), f=0.5, m=m, h=h)
-                break
-            except SpecError:
-                if m >= MAX_BLOOM_M:
-                    raise SpecError(f"attribute {a!r} ({k} values): no m <= {MAX_BLOOM_M} gives "
-                                    f"distinct Bloom filters at h ({h})") from None
-                m *= 2
+            hopeless = k * (k - 1) / 2 * math.factorial(h) / float(m) ** h > MAX_EXPECTED_COLLISIONS
+            if not hopeless and k * m <= MAX_BLOOM_MATRIX:
+                try:
+                    CollectionSpec.from_domain(domain.project([a]), f=0.5, m=m, h=h)
+                    break
+                except SpecError:
+                    pass
+            if m >= MAX_BLOOM_M or k * m * 2 > MAX_BLOOM_MATRIX:
+                raise SpecError(f"attribute {a!r} ({k} values): no m <= {min(MAX_BLOOM_M, MAX_BLOOM_MATRIX // k)} "
+                                f"gives distinct Bloom filters at h ({h}); merge its categories "
+                                "(lopub schema --bins) or use the protocol one-attribute or marginals")
+            m *= 2
         out.append(m)
     return tuple(out)
 
@@ -140,6 +168,8 @@ def predict_bloom(domain: Domain, n: int, epsilon: float, h: int, *,
         return float(np.mean([expected_tvd(math.inf, 0.0, cells=domain.cells(p))
                               for p in itertools.combinations(domain.attrs, 2)]))
     unit = {a: u * (1 - 1 / domain.size(a)) for a in domain.attrs}  # the indicators sum to 1
+    if profile.uniform:
+        return _uniform_bloom(domain, unit, scale, profile, select_edges)
     mse = {a: normsub_errors(profile.probs((a,)), unit[a] * scale)[1] for a in domain.attrs}
     errs = []
     for a, b in itertools.combinations(domain.attrs, 2):  # pairs of attributes, not users
@@ -151,6 +181,31 @@ def predict_bloom(domain: Domain, n: int, epsilon: float, h: int, *,
             err = min(err, expected_tvd(pv, profile.bias(a, b), cells=v.size))
         errs.append(err)
     return float(np.mean(errs))
+
+
+def _uniform_bloom(domain: Domain, unit: dict, scale: float, profile: Profile, select_edges: bool) -> float:
+    """:func:`predict_bloom` at uniform tables: each pair shape evaluated once."""
+    from lopub.collect.adaptive import _dep
+
+    memo: dict[tuple, float] = {}
+    total = 0.0
+    size = dict(zip(domain.attrs, domain.sizes))
+    dependence = profile.dependence
+    scalar = not isinstance(dependence, Mapping)
+    for a, b in itertools.combinations(domain.attrs, 2):  # one look-up per pair
+        key = (size[a], size[b], dependence if scalar else _dep(dependence, a, b))
+        if key not in memo:
+            ka, kb, dep = key
+            ua, ub = unit[a], unit[b]
+            v = (ua * ub + ub / ka + ua / kb) * scale
+            err = normsub_uniform(ka * kb, v)[0]
+            if select_edges:
+                ma, mb = normsub_uniform(ka, ua * scale)[1], normsub_uniform(kb, ub * scale)[1]
+                err = min(err, expected_tvd(ma / (kb * kb) + mb / (ka * ka), 2 * dep / (ka * kb),
+                                            cells=ka * kb))
+            memo[key] = err
+        total += memo[key]
+    return total / (len(domain) * (len(domain) - 1) / 2)
 
 
 @dataclass(frozen=True)
@@ -186,12 +241,25 @@ class PlanReport:
     warning: str | None
     marginal_plan: MarginalPlan | None = field(repr=False)
     two_phase: Any = field(default=None, repr=False)
+    #: plan-time checks: group sizes of the sampling options (:mod:`lopub.collect.groups`)
+    notes: tuple[str, ...] = ()
+    #: protocol -> why it is not offered (too few users, no distinct Bloom filters)
+    refused: dict = field(default_factory=dict)
 
     def option(self, protocol: str) -> ProtocolOption:
+        """The option of ``protocol``.
+
+        Raises
+        ------
+        PlanError
+            The protocol was refused at plan time (the message says why) or is unknown.
+        """
         for o in self.options:
             if o.protocol == protocol:
                 return o
-        raise KeyError(f"protocol ({protocol!r}) must be one of {[o.protocol for o in self.options]}")
+        if protocol in self.refused:
+            raise PlanError(f"protocol {protocol!r} is not possible here: {self.refused[protocol]}")
+        raise PlanError(f"protocol ({protocol!r}) must be one of {[o.protocol for o in self.options]}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "epsilon_per_record": self.epsilon,
@@ -200,7 +268,8 @@ class PlanReport:
                 "marginal_plan": None if self.marginal_plan is None else self.marginal_plan.to_dict(),
                 "two_phase": None if self.two_phase is None else {
                     "n_screen": self.two_phase.n_screen, "n_main": self.two_phase.n_main,
-                    "screen_plan_id": self.two_phase.screen.plan_id}}
+                    "screen_plan_id": self.two_phase.screen.plan_id},
+                "checks": list(self.notes), "refused": dict(self.refused)}
 
     def to_text(self) -> str:
         lines = [f"n = {self.n} users, epsilon = {self.epsilon:g} per record",
@@ -208,6 +277,8 @@ class PlanReport:
         for o in self.options:
             mark = "  <- recommended" if o.protocol == self.recommended else ""
             lines.append(f"  {o.protocol:<14} {o.predicted_tvd:.4f}  {o.description}{mark}")
+        lines += [f"  {p:<14} refused: {why}" for p, why in self.refused.items()]
+        lines += [f"check: {t}" for t in self.notes]
         if self.warning:
             lines.append(self.warning)
         lines.append(self.privacy)
@@ -252,12 +323,13 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
     dependence = _check_dependence(dependence)
     d = len(domain)
     profile = Profile(domain, prior, dependence)
-    options, mplan, two = [], None, None
-    if d <= n:  # sampling protocols need at least one user per subset
+    options, mplan, two, notes, refused = [], None, None, [], {}
+    if n // d >= MIN_GROUP_FLOOR:  # sampling protocols: every group gets its minimum
         one = [(a,) for a in domain.attrs]
         err = predict_plan_error(domain, n, epsilon, one, prior=profile)
         options.append(ProtocolOption("one-attribute", err, {"subsets": [list(s) for s in one]},
                                       "one attribute per user, best oracle, independence release"))
+        notes.append("one-attribute: " + describe_groups(domain, n, epsilon, one))
         name, subsets, err = choose_subsets(domain, n, epsilon, prior=profile)
         two = _two_phase(domain, n, epsilon, name, key) if prior is None else None
         mplan = MarginalPlan(domain, tuple(subsets), epsilon, key=key) if two is None else two.screen
@@ -269,21 +341,36 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
                           screen_share=DEFAULT_SCREEN_SHARE)
             text = (f"marginal sampling, two-phase ({two.n_screen} users screen all pairs, the rest "
                     f"measure the plan chosen from the screen; uniform rule: {name})")
+            notes.append("marginals: screen " + describe_groups(domain, two.n_screen, epsilon,
+                                                                  mplan.subsets))
+        else:
+            notes.append("marginals: " + describe_groups(domain, n, epsilon, subsets))
         options.append(ProtocolOption("marginals", err, params, text))
-    options.append(_bloom_option(domain, n, epsilon, d, profile))
+    else:
+        why = (f"{n} users for {d} attributes: one attribute per group needs >= {MIN_GROUP_FLOOR} "
+               f"users per group ({MIN_GROUP_FLOOR * d} users)")
+        refused.update({"one-attribute": why, "marginals": why})
+    try:
+        options.append(_bloom_option(domain, n, epsilon, d, profile))
+    except SpecError as exc:
+        refused["bloom"] = str(exc)
+    if not options:
+        raise PlanError(f"no protocol fits: {'; '.join(f'{k}: {v}' for k, v in refused.items())}")
     best = min(options, key=lambda o: o.predicted_tvd)
     text, warning = privacy_statement(epsilon)
-    return PlanReport(n, epsilon, tuple(options), best.protocol, text, warning, mplan, two)
+    return PlanReport(n, epsilon, tuple(options), best.protocol, text, warning, mplan, two,
+                      tuple(notes), refused)
 
 
 def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None) -> Any:
     """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
     from lopub.collect.twophase import TwoPhasePlan
 
-    if len(domain) < 3 or not (name == "pairs" or name.startswith("pairs<=")):
+    rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
+    if len(domain) < 3 or len(domain) > MAX_SCREEN_ATTRS or not (rule == "pairs" or rule.startswith("pairs<=")):
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
-    if name != "pairs" and int(name[len("pairs<="):]) <= smallest:
+    if rule != "pairs" and int(rule[len("pairs<="):]) <= smallest:
         return None
     try:
         return TwoPhasePlan.build(domain, n, epsilon, screen_share=DEFAULT_SCREEN_SHARE, key=key)
