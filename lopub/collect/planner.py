@@ -100,9 +100,9 @@ MAX_SCREEN_ATTRS = 30
 
 
 #: Largest Bloom matrix (values x m bits) the planner builds to check that filters are distinct.
-MAX_BLOOM_MATRIX = 1 << 27
+MAX_BLOOM_MATRIX = 1 << 24
 #: Expected number of value pairs sharing a filter above which an ``m`` is not tried.
-MAX_EXPECTED_COLLISIONS = 8.0
+MAX_EXPECTED_COLLISIONS = 2.0
 
 
 def bloom_m(domain: Domain, h: int) -> tuple[int, ...]:
@@ -136,8 +136,9 @@ def bloom_m(domain: Domain, h: int) -> tuple[int, ...]:
                 except SpecError:
                     pass
             if m >= MAX_BLOOM_M or k * m * 2 > MAX_BLOOM_MATRIX:
-                raise SpecError(f"attribute {a!r} ({k} values): no m <= {min(MAX_BLOOM_M, MAX_BLOOM_MATRIX // k)} "
-                                f"gives distinct Bloom filters at h ({h}); merge its categories "
+                raise SpecError(f"attribute {a!r} ({k} values): no Bloom filter size m gives distinct "
+                                f"filters at h ({h}) within the planner's bounds (m <= {MAX_BLOOM_M}, "
+                                f"values x m <= {MAX_BLOOM_MATRIX} bits); merge its categories "
                                 "(lopub schema --bins) or use the protocol one-attribute or marginals")
             m *= 2
         out.append(m)
@@ -382,12 +383,19 @@ def _bloom_option(domain: Domain, n: int, epsilon: float, d: int, profile: Profi
     from lopub.reports.privacy import f_for_epsilon
 
     errs = {h: predict_bloom(domain, n, epsilon, h, prior=profile) for h in BLOOM_HS}
-    h = min(errs, key=lambda k: errs[k])
+    failed: SpecError | None = None
+    for h in sorted(errs, key=lambda k: errs[k]):  # the best h whose filters can be distinct
+        try:
+            m = bloom_m(domain, h)
+            break
+        except SpecError as exc:
+            failed = exc
+    else:
+        raise SpecError(f"{failed} (tried h = {list(BLOOM_HS)})")
     try:
         f = f_for_epsilon(epsilon, h, d)
     except ValueError:
         f = None  # epsilon beyond what a float flip probability can express
-    m = bloom_m(domain, h)
     return ProtocolOption("bloom", errs[h], {"h": h, "m": list(m), "f": f,
                                              "epsilon_per_attribute": epsilon / d},
                           f"Bloom reports, h = {h}, epsilon {epsilon / d:.3g} per attribute")
