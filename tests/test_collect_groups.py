@@ -67,8 +67,8 @@ def test_one_attribute_subsets_need_only_the_floor():
 
 # plan-time checks -------------------------------------------------------------
 @pytest.mark.parametrize("sizes", [[2] * 12, [4] * 12, [2, 5, 4, 9, 3, 16, 2, 6], ADULT_SIZES, [2] * 40])
-@pytest.mark.parametrize("n", [30, 200, 2000, 20000, 1_000_000])
-@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0, 8.0])
+@pytest.mark.parametrize("n", [30, 200, 2000, 1_000_000])
+@pytest.mark.parametrize("eps", [0.3, 1.0, 8.0])
 def test_planned_subsets_never_below_their_minimum(sizes, n, eps):
     dom = domain(sizes)
     report = plan(dom, n, eps)
@@ -140,7 +140,7 @@ def test_more_budget_never_raises_the_predicted_error():
     for sizes in ([2] * 12, [4] * 12, ADULT_SIZES):
         dom = domain(sizes)
         for n in (200, 2000, 200_000):
-            errs = [choose_subsets(dom, n, float(e))[2] for e in np.geomspace(0.1, 16, 25)]
+            errs = [choose_subsets(dom, n, float(e))[2] for e in np.geomspace(0.1, 16, 15)]
             assert all(b <= a * (1 + 1e-9) for a, b in zip(errs, errs[1:])), (sizes, n, errs)
 
 
@@ -214,7 +214,7 @@ def test_uniform_fast_path_equals_the_general_cost_model():
 
     dom = domain([2, 5, 4, 9, 3, 16, 2, 6])
     screen = [tuple(p) for p in itertools.combinations(dom.attrs, 2)]
-    for eps, n in ((0.1, 500), (1.0, 20_000), (4.0, 10**6), (20.0, 5000)):
+    for eps, n in ((0.1, 500), (4.0, 10**6)):
         for subsets in candidate_plans(dom).values():
             for extra in ((), ((screen, n / 3),)):
                 fast = predict_pair_errors(dom, n, eps, subsets, extra_phases=extra)

@@ -228,6 +228,14 @@ def _partial(m: np.ndarray | float, s: np.ndarray, a: np.ndarray, b: float
 def _normsub_shift(p: np.ndarray, s: np.ndarray, count: int = 1) -> float:
     """``delta`` with ``count * sum E[max(p + e - delta, 0)] = 1`` (bisection, mean-field norm-sub)."""
     lo, hi = 0.0, 1.0 + 10.0 * float(s.max())
+    if p.size == 1:  # one distinct cell (a uniform table): scalar arithmetic
+        p1, s1 = float(p[0]), float(s[0])
+        for _ in range(32):  # bisection on one scalar
+            mid = 0.5 * (lo + hi)
+            z = (p1 - mid) / s1
+            mean = (p1 - mid) * 0.5 * math.erfc(-z / math.sqrt(2)) + s1 * math.exp(-0.5 * z * z) * _INV_SQRT_2PI
+            lo, hi = (mid, hi) if count * mean > 1.0 else (lo, mid)
+        return 0.5 * (lo + hi)
     for _ in range(32):  # bisection on one scalar
         mid = 0.5 * (lo + hi)
         mu = p - mid

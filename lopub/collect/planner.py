@@ -201,12 +201,20 @@ def _uniform_bloom(domain: Domain, unit: dict, scale: float, profile: Profile, s
             v = (ua * ub + ub / ka + ua / kb) * scale
             err = normsub_uniform(ka * kb, v)[0]
             if select_edges:
-                ma, mb = normsub_uniform(ka, ua * scale)[1], normsub_uniform(kb, ub * scale)[1]
+                ma, mb = _mse(memo, ka, ua * scale), _mse(memo, kb, ub * scale)
                 err = min(err, expected_tvd(ma / (kb * kb) + mb / (ka * ka), 2 * dep / (ka * kb),
                                             cells=ka * kb))
             memo[key] = err
         total += memo[key]
     return total / (len(domain) * (len(domain) - 1) / 2)
+
+
+def _mse(memo: dict, k: int, var: float) -> float:
+    """Per-cell MSE of a uniform ``k``-cell Norm-Sub table (memoized in ``memo``)."""
+    key = ("mse", k, var)
+    if key not in memo:
+        memo[key] = normsub_uniform(k, var)[1]
+    return memo[key]
 
 
 @dataclass(frozen=True)
