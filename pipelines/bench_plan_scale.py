@@ -54,12 +54,12 @@ def run(ds: list[int], ns: list[int], eps: float, seed: int, do_collect: bool) -
     for d in ds:
         dom = binary_domain(d)
         for n in ns:
-            report, pc, pw = timed(lambda: plan(dom, n, eps))
+            report, pc, pw = timed(lambda dom=dom, n=n: plan(dom, n, eps))
             row = {"d": d, "n": n, "eps": eps, "plan_cpu": pc, "plan_wall": pw,
                    "pick": report.recommended, "groups": _groups(report)}
             if do_collect:
                 data = records(dom, n, seed)
-                (reports, _), cc, cw = timed(lambda: collect(data, eps, rng=seed))
+                (reports, _), cc, cw = timed(lambda data=data: collect(data, eps, rng=seed))
                 row.update(collect_cpu=cc, collect_wall=cw, reports=reports.n)
                 del data, reports
             rows.append(row)

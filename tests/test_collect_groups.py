@@ -7,11 +7,37 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lopub.collect import MarginalPlan, PlanError, assign_random, collect, collect_records, measure_marginals, plan
-from lopub.collect.adaptive import Profile, candidate_plans, choose_subsets, predict_pair_errors, triple_cover
-from lopub.collect.cost import best_oracle, cell_var, expected_tvd, normsub_errors, normsub_uniform
-from lopub.collect.groups import (INFORMATIVE_SHARE, MIN_GROUP_FLOOR, fit_to_users, informative_users, min_users,
-                                  shortfall)
+from lopub.collect import (
+    MarginalPlan,
+    PlanError,
+    assign_random,
+    collect,
+    collect_records,
+    measure_marginals,
+    plan,
+)
+from lopub.collect.adaptive import (
+    Profile,
+    candidate_plans,
+    choose_subsets,
+    predict_pair_errors,
+    triple_cover,
+)
+from lopub.collect.cost import (
+    best_oracle,
+    cell_var,
+    expected_tvd,
+    normsub_errors,
+    normsub_uniform,
+)
+from lopub.collect.groups import (
+    INFORMATIVE_SHARE,
+    MIN_GROUP_FLOOR,
+    fit_to_users,
+    informative_users,
+    min_users,
+    shortfall,
+)
 from lopub.collect.twophase import TwoPhasePlan, plan_marginals
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
@@ -95,7 +121,7 @@ def test_hypothesis_a_plan_never_has_a_group_below_its_minimum(sizes, n, eps):
         with pytest.raises(PlanError, match="too small for marginal sampling"):
             choose_subsets(dom, n, eps)
         return
-    name, subsets, err = choose_subsets(dom, n, eps)
+    _, subsets, err = choose_subsets(dom, n, eps)
     assert_fillable(dom, n, eps, subsets)
     assert {a for s in subsets for a in s} == set(dom.attrs)  # every attribute is still measured
     assert 0 <= err <= 1
@@ -141,7 +167,7 @@ def test_more_budget_never_raises_the_predicted_error():
         dom = domain(sizes)
         for n in (200, 2000, 200_000):
             errs = [choose_subsets(dom, n, float(e))[2] for e in np.geomspace(0.1, 16, 15)]
-            assert all(b <= a * (1 + 1e-9) for a, b in zip(errs, errs[1:])), (sizes, n, errs)
+            assert all(b <= a * (1 + 1e-9) for a, b in itertools.pairwise(errs)), (sizes, n, errs)
 
 
 # refusals --------------------------------------------------------------------

@@ -62,7 +62,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lopub._util import check_positive
-from lopub.collect.cost import best_oracle, cell_var, expected_tvd, normsub_errors, normsub_uniform
+from lopub.collect.cost import (
+    best_oracle,
+    cell_var,
+    expected_tvd,
+    normsub_errors,
+    normsub_uniform,
+)
 from lopub.collect.groups import MIN_GROUP_FLOOR, cells, fit_to_users, sizes_of
 from lopub.collect.plan import PlanError, check_n
 from lopub.data.domain import Domain

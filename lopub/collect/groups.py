@@ -35,7 +35,7 @@ error (a minimum over them) never rises.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from lopub.collect.cost import best_oracle, cell_var
 from lopub.data.domain import Domain
