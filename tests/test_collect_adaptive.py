@@ -75,8 +75,11 @@ def test_error_decreases_with_users_and_budget():
 
 def test_fixed_strategies():
     assert plan_marginals(DOM, 1000, 1.0, strategy="one-way").subsets == tuple((a,) for a in DOM.attrs)
-    assert len(plan_marginals(DOM, 1000, 1.0, strategy="pairs").subsets) == 28
-    tri = plan_marginals(DOM, 1000, 1.0, strategy="triples")
+    # a fixed strategy must give every group its minimum (lopub.collect.groups): 10^8 users do
+    assert len(plan_marginals(DOM, 10**8, 1.0, strategy="pairs").subsets) == 28
+    with pytest.raises(PlanError, match=r"needs 28 subsets but n \(1000\) users give 35 per subset"):
+        plan_marginals(DOM, 1000, 1.0, strategy="pairs")
+    tri = plan_marginals(DOM, 10**8, 1.0, strategy="triples")
     covered = {frozenset(p) for s in tri.subsets for p in itertools.combinations(s, 2)}
     assert len(covered) == 28 and all(len(s) == 3 for s in tri.subsets)
     assert len(triple_cover(DOM)) < 28

@@ -7,6 +7,7 @@ import pytest
 from lopub.collect import (MarginalPlan, MarginalReports, PlanError, collect, collect_records,
                            measure_marginals, merge_reports, plan)
 from lopub.collect.adaptive import choose_subsets, predict_plan_error
+from lopub.collect.groups import shortfall
 from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, ScreenProfile, TwoPhasePlan, collect_two_phase
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
@@ -140,11 +141,15 @@ def test_planner_uses_two_phase_where_the_uniform_rule_cuts_pairs_above_the_smal
     dom = domain([2, 5, 4, 9, 3, 16, 2, 6])
     smallest = min(dom.cells(p) for p in itertools.combinations(dom.attrs, 2))
     seen = set()
-    for n, eps in [(20000, 0.5), (20000, 1.0), (20000, 3.0), (60000, 2.0), (20000, 8.0)]:
+    for n, eps in [(20000, 0.5), (20000, 1.0), (20000, 3.0), (60000, 2.0), (20000, 8.0), (1_000_000, 2.0)]:
         name = choose_subsets(dom, n, eps)[0]
         report = plan(dom, n, eps)
-        cut = name.startswith("pairs<=") and int(name[7:]) > smallest
-        want = cut or name == "pairs"
+        rule = name.split(" ")[0]
+        cut = rule.startswith("pairs<=") and int(rule[7:]) > smallest
+        # ... and only where the screen's groups get their minimum (lopub.collect.groups)
+        screen = [tuple(p) for p in itertools.combinations(dom.attrs, 2)]
+        fillable = not shortfall(dom, int(round(n * DEFAULT_SCREEN_SHARE)), eps, screen)
+        want = (cut or rule == "pairs") and fillable
         assert (report.two_phase is not None) == want, (n, eps, name)
         opt = report.option("marginals")
         assert opt.params["strategy"] == ("two-phase" if want else name)

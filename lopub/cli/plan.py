@@ -26,8 +26,10 @@ def _register_plan(sub: argparse._SubParsersAction) -> None:
         "For a per-record budget, predict the mean 2-way TVD of the release of each protocol "
         "family from the analytic variances -- LoPub Bloom reports (best h, collision-free m), one "
         "attribute per user (best oracle), marginal sampling with the adaptive plan -- and "
-        "recommend the best; print the privacy statement.  `lopub collect --protocol auto` "
-        "collects with the recommendation."))
+        "recommend the best; print the privacy statement.  Checked at plan time with the given "
+        "--n: every subset of a sampling plan gets at least its minimum of users (the plan is "
+        "cut to fit, or the protocol refused with the reason); the `check:` lines say so.  "
+        "`lopub collect --protocol auto` collects with the recommendation."))
     p.add_argument("--domain", required=True, help="domain JSON (the public schema)")
     p.add_argument("--n", required=True, type=int, help="number of users")
     p.add_argument("--epsilon", required=True, type=float, help="privacy budget per user (per record)")

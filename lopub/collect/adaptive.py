@@ -34,8 +34,12 @@ pairs, a greedy cover of all pairs by triples, and "pairs up to L cells" (pairs
 with ``K_ab <= L``, one-way for the attributes they leave out; large domains
 are then only measured one-way, and any subset above
 :data:`~lopub.collect.cost.OUE_MAX_CELLS` cells uses OLH) for every distinct
-``L`` -- and keep the one of lowest predicted mean 2-way TVD.  Candidates
-with more subsets than users are skipped.  At small ``epsilon * n`` the noise
+``L`` -- and keep the one of lowest predicted mean 2-way TVD.  Each
+candidate is first fitted to the users (:mod:`lopub.collect.groups`): every
+group gets at least its documented minimum of users, or the candidate keeps
+only the multi-attribute subsets the users can fill (one-way subsets for the
+attributes it leaves out); candidates no users can fill are skipped before
+their cost is computed.  At small ``epsilon * n`` the noise
 of a pair table with ``n / g`` users exceeds the prior dependence and
 one-way wins; as ``epsilon * n`` grows, pairs (then triples, which need fewer
 groups) win.
@@ -58,7 +62,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lopub._util import check_positive
-from lopub.collect.cost import best_oracle, cell_var, expected_tvd, normsub_errors
+from lopub.collect.cost import (
+    best_oracle,
+    cell_var,
+    expected_tvd,
+    normsub_errors,
+    normsub_uniform,
+)
+from lopub.collect.groups import MIN_GROUP_FLOOR, cells, fit_to_users, sizes_of
 from lopub.collect.plan import PlanError, check_n
 from lopub.data.domain import Domain
 
@@ -86,6 +97,11 @@ class Profile:
                  dependence: float | Mapping[Pair, float] = DEFAULT_DEPENDENCE) -> None:
         self.domain, self.prior, self.dependence = domain, prior, dependence
         self._cache: dict[tuple, np.ndarray] = {}
+
+    @property
+    def uniform(self) -> bool:
+        """Uniform tables: every pair's error depends only on its shape and variances."""
+        return self.prior is None and type(self) is Profile
 
     def probs(self, attrs: Sequence[str]) -> np.ndarray:
         """Flat cell probabilities of ``attrs`` (in this order)."""
@@ -159,6 +175,8 @@ def predict_pair_errors(domain: Domain, n: int, epsilon: float, subsets: Sequenc
     profile = prior if isinstance(prior, Profile) else Profile(domain, prior, dependence)
     phases = [(list(subsets), float(n))] + [(list(s), float(u)) for s, u in extra_phases]
     n_total = sum(u for _, u in phases)
+    if profile.uniform:
+        return _uniform_pair_errors(profile, epsilon, phases, n_total, select_edges)
     pair_w, one_w = _inverse_variances(profile, epsilon, phases, n_total)
     out = {}
     with np.errstate(divide="ignore"):  # zero inverse variance: not measured at all
@@ -176,6 +194,69 @@ def predict_pair_errors(domain: Domain, n: int, epsilon: float, subsets: Sequenc
         measured = normsub_errors(profile.probs((a, b)), v)[0] if v is not None else math.inf
         out[(a, b)] = min(measured, indep) if select_edges else (measured if v is not None else indep)
     return out
+
+
+def _uniform_pair_errors(profile: Profile, eps: float, phases: Sequence[tuple[Sequence, float]],
+                         n_total: float, select_edges: bool) -> dict[Pair, float]:
+    """:func:`predict_pair_errors` at uniform tables: the same formulas with one value per
+    cell, each evaluated once per distinct (sizes, variances) signature."""
+    domain = profile.domain
+    size = sizes_of(domain)
+    pos = {a: i for i, a in enumerate(domain.attrs)}
+    dependence = profile.dependence
+    scalar = not isinstance(dependence, Mapping)
+    inv: dict[tuple, float] = {}
+    pair_w: dict[Pair, float] = {}
+    one_w: dict[str, float] = {}
+    for subsets, n_phase in phases:  # phases x subsets x their pairs: no users
+        if not subsets:
+            continue
+        n_g = n_phase / len(subsets)
+        for s in subsets:
+            k = cells(size, s)
+            for a in s:
+                one_w[a] = one_w.get(a, 0.0) + _uniform_inv(inv, eps, k, n_g, size[a], n_total)
+            for a, b in itertools.combinations(sorted(s, key=pos.__getitem__), 2):
+                w = _uniform_inv(inv, eps, k, n_g, size[a] * size[b], n_total)
+                pair_w[(a, b)] = pair_w.get((a, b), 0.0) + w
+    one_mse = {}
+    for a, w in one_w.items():  # attributes
+        key = (size[a], w)
+        if key not in inv:
+            inv[key] = normsub_uniform(size[a], 1.0 / w if w > 0 else math.inf)[1]
+        one_mse[a] = inv[key]
+    memo: dict[tuple, float] = {}
+    out = {}
+    for a, b in all_pairs(domain):  # one dictionary look-up per pair
+        ka, kb, w = size[a], size[b], pair_w.get((a, b))
+        dep = dependence if scalar else _dep(dependence, a, b)
+        key = (ka, kb, w, one_mse.get(a, math.inf), one_mse.get(b, math.inf), dep)
+        if key not in memo:
+            memo[key] = _uniform_pair(key, select_edges)
+        out[(a, b)] = memo[key]
+    return out
+
+
+def _uniform_inv(cache: dict, eps: float, k: int, n_g: float, kx: int, n_total: float) -> float:
+    """Inverse per-cell variance of a ``kx``-cell projection of a ``k``-cell subset (uniform)."""
+    key = (k, n_g, kx)
+    if key not in cache:
+        f = 1.0 / kx
+        v = cell_var(best_oracle(eps, max(k, 2)), eps, k, n_g, merged=k // kx, f=f)
+        v = float(v) + max(0.0, f * (1 - f) * (1.0 / n_g - 1.0 / n_total))
+        cache[key] = 1.0 / v if v > 0 else math.inf
+    return cache[key]
+
+
+def _uniform_pair(key: tuple, select_edges: bool) -> float:
+    ka, kb, w, va, vb, dep = key
+    kab = ka * kb
+    pv = va / (kb * kb) + vb / (ka * ka)  # p_b^2 mse_a + p_a^2 mse_b with p = 1/K
+    indep = expected_tvd(pv, 2 * dep / kab, cells=kab)
+    if w is None:
+        return indep
+    measured = normsub_uniform(kab, 1.0 / w if w > 0 else math.inf)[0]
+    return min(measured, indep) if select_edges else measured
 
 
 def _dep(dependence: Any, a: str, b: str) -> float:
@@ -196,23 +277,38 @@ def predict_plan_error(domain: Domain, n: int, epsilon: float, subsets: Sequence
 
 # candidates ---------------------------------------------------------------
 def triple_cover(domain: Domain) -> list[tuple[str, ...]]:
-    """Greedy cover of all pairs by triples (smallest joint domains first)."""
+    """Greedy cover of all pairs by triples.
+
+    Uncovered pairs are taken in increasing joint size; each gets the third
+    attribute that covers most further uncovered pairs (ties: the smallest
+    attribute, then the first).  One vectorized step per triple: about
+    ``d^2 / 6`` steps of ``O(d)``.
+    """
     attrs = list(domain.attrs)
-    if len(attrs) < 3:
+    d = len(attrs)
+    if d < 3:
         return [tuple(attrs)]
-    left = {frozenset(p) for p in itertools.combinations(attrs, 2)}
-    triples = sorted(itertools.combinations(attrs, 3), key=lambda t: domain.cells(t))
+    sizes = np.asarray(domain.sizes, dtype=float)
+    left = 1 - np.eye(d)  # 1 where the pair is not covered yet
+    rank = np.argsort(np.argsort(sizes, kind="stable"), kind="stable") / d  # ties: smallest, then first
+    rows, cols = np.triu_indices(d, 1)
+    order = np.argsort(sizes[rows] * sizes[cols], kind="stable")
     out: list[tuple[str, ...]] = []
-    while left:  # each round covers >= 1 pair; at most d(d-1)/2 rounds
-        best = max(triples, key=lambda t: sum(frozenset(p) in left for p in itertools.combinations(t, 2)))
-        out.append(best)
-        left -= {frozenset(p) for p in itertools.combinations(best, 2)}
+    for i, j in zip(rows[order].tolist(), cols[order].tolist()):  # pairs: about d^2 / 2
+        if not left[i, j]:
+            continue
+        score = left[i] + left[j] - rank  # pairs newly covered, then the smallest attribute
+        score[i] = score[j] = -3.0
+        c = int(score.argmax())
+        left[i, j] = left[j, i] = left[i, c] = left[c, i] = left[j, c] = left[c, j] = 0.0
+        out.append(tuple(attrs[t] for t in sorted((i, j, c))))
     return out
 
 
 def pairs_up_to(domain: Domain, limit: int) -> list[tuple[str, ...]]:
     """Pairs with at most ``limit`` cells, plus one-way subsets for uncovered attributes."""
-    pairs = [p for p in all_pairs(domain) if domain.cells(p) <= limit]
+    size = sizes_of(domain)
+    pairs = [p for p in all_pairs(domain) if size[p[0]] * size[p[1]] <= limit]
     covered = {a for p in pairs for a in p}
     return pairs + [(a,) for a in domain.attrs if a not in covered]
 
@@ -222,7 +318,8 @@ def candidate_plans(domain: Domain) -> dict[str, list[tuple[str, ...]]]:
     out: dict[str, list[tuple[str, ...]]] = {"one-way": [(a,) for a in domain.attrs]}
     if len(domain) >= 2:
         out["pairs"] = [tuple(p) for p in all_pairs(domain)]
-        limits = sorted({domain.cells(p) for p in all_pairs(domain)})[:-1]
+        size = sizes_of(domain)
+        limits = sorted({size[a] * size[b] for a, b in all_pairs(domain)})[:-1]
         if len(limits) > 12:  # about a dozen cut points, spread over the distinct sizes
             limits = [limits[i] for i in np.unique(np.linspace(0, len(limits) - 1, 12).astype(int))]
         for lim in limits:
@@ -241,18 +338,37 @@ def _check_args(domain: Any, n: Any, epsilon: Any) -> tuple[Domain, int, float]:
 def choose_subsets(domain: Domain, n: int, epsilon: float, *,
                    dependence: float = DEFAULT_DEPENDENCE, prior: Any = None
                    ) -> tuple[str, list, float]:
-    """``(name, subsets, predicted error)`` of the best candidate (the ``auto`` rule)."""
+    """``(name, subsets, predicted error)`` of the best candidate (the ``auto`` rule).
+
+    Every candidate is first fitted to the ``n`` users
+    (:func:`~lopub.collect.groups.fit_to_users`: each group gets its
+    minimum, else the candidate keeps the subsets it can fill and is named
+    ``"<name> (trimmed)"``); a candidate no users can fill is skipped before
+    any cost is computed, and so is a fitted candidate equal to one already
+    evaluated.
+
+    Raises
+    ------
+    PlanError
+        ``n`` cannot fill even one attribute per group.
+    """
     best = None
     profile = prior if isinstance(prior, Profile) else Profile(domain, prior, dependence)
+    seen: set[tuple] = set()
     for name, subsets in candidate_plans(domain).items():
-        if len(subsets) > n:
+        fitted = fit_to_users(domain, n, epsilon, subsets)
+        if fitted is None or tuple(fitted) in seen:
             continue
-        err = predict_plan_error(domain, n, epsilon, subsets, prior=profile)
+        seen.add(tuple(fitted))
+        if fitted != [tuple(t) for t in subsets]:
+            name = f"{name} (trimmed)"
+        err = predict_plan_error(domain, n, epsilon, fitted, prior=profile)
         if best is None or err < best[2] - 1e-12:
-            best = (name, subsets, err)
+            best = (name, fitted, err)
     if best is None:
-        raise PlanError(f"n ({n}) is smaller than the number of attributes ({len(domain)}): "
-                        "even a one-way plan would leave subsets without users")
+        raise PlanError(f"n ({n}) is too small for marginal sampling over {len(domain)} attributes: "
+                        f"even one attribute per group needs >= {MIN_GROUP_FLOOR} users per group, "
+                        f"{MIN_GROUP_FLOOR * len(domain)} users")
     return best
 
 

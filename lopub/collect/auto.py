@@ -54,7 +54,14 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         :class:`~lopub.collect.reports.MarginalReports` (marginals,
         one-attribute; a two-phase plan's two phases merged into one,
         :func:`~lopub.collect.twophase.merge_reports`) or :class:`lopub.reports.bloom.Reports` (bloom), and the
-        planner's report (its ``warning`` is set above epsilon 10).
+        planner's report (its ``warning`` is set above epsilon 10; its
+        ``notes`` give the plan-time group-size checks).
+
+    Raises
+    ------
+    PlanError
+        The protocol asked for was refused at plan time (too few users for
+        one attribute per group, no distinct Bloom filters); the message says why.
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"dataset ({type(dataset).__name__}) must be a lopub Dataset")
@@ -67,8 +74,7 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
 
         return encode(dataset, bloom_spec(dataset.domain, report, key=key), rng=rng), report
     if report.marginal_plan is None:
-        raise ValueError(f"protocol ({choice!r}) needs at least one user per attribute; "
-                         f"the dataset has {dataset.n} records for {len(dataset.domain)} attributes")
+        report.option(choice)  # PlanError: why the sampling protocols were refused at plan time
     if choice == "marginals" and report.two_phase is not None:
         from lopub.collect.twophase import collect_two_phase, merge_reports
 

@@ -1,8 +1,9 @@
 """Client side of marginal sampling: assign a subset, report its joint value.
 
-A user is assigned one subset of the plan, either drawn on the device
-(``rng=None``: OS entropy) or derived from a user id with BLAKE2b keyed by
-the plan's ``key`` (stable across collections with the same plan).  The user
+A user is assigned one subset of the plan, either dealt at random in equal
+shares (:func:`assign_random`; ``rng=None``: OS entropy) or derived from a
+user id with BLAKE2b keyed by the plan's ``key`` (stable across collections
+with the same plan).  The user
 reports the flat index of their values in the subset's joint domain
 (``numpy.ravel_multi_index`` order, first attribute slowest) through the
 subset's oracle at the full per-user epsilon.
@@ -28,9 +29,25 @@ def _check_plan(plan: Any) -> MarginalPlan:
 
 def assign_random(plan: MarginalPlan, n: int, *, rng: np.random.Generator | int | None = None
                   ) -> np.ndarray:
-    """Subset ids of ``n`` users drawn uniformly (``rng=None``: OS entropy, as on a device)."""
+    """Subset ids of ``n`` users in equal shares, at random (``rng=None``: OS entropy).
+
+    A random permutation of the users is dealt round-robin to the subsets
+    taken in a random order, so group sizes differ by at most one (every
+    group gets ``n // g`` or ``n // g + 1`` users) and each user's subset is
+    uniform.  Independent draws could leave a subset empty by chance; the
+    plan's minimum group size (:mod:`lopub.collect.groups`) is met exactly.
+    The keyed assignment (:func:`assign_user`, for devices that assign
+    themselves) gives multinomial groups of the same expected size.
+    """
     plan = _check_plan(plan)
-    return resolve_rng(rng).integers(0, plan.n_subsets, size=int(n)).astype(np.int32)
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"n ({n}) must be a non-negative number of users")
+    rng = resolve_rng(rng)
+    g = plan.n_subsets
+    out = np.empty(n, dtype=np.int32)
+    out[rng.permutation(n)] = rng.permutation(g).astype(np.int32)[np.arange(n) % g]
+    return out
 
 
 def _plan_key(plan: MarginalPlan) -> bytes:

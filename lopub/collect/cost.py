@@ -117,16 +117,21 @@ def expected_tvd(var: np.ndarray | float, bias: np.ndarray | float = 0.0,
     va = np.asarray(var, dtype=float)
     ba = np.abs(np.asarray(bias, dtype=float))
     k = int(cells) if cells is not None else int(np.broadcast(va, ba).size)
+    if va.ndim == 0 and ba.ndim == 0:  # the same error in every cell: computed once
+        return saturate(0.5 * k * float(_fold(va.reshape(1), ba.reshape(1))[0]), k)
     var = np.broadcast_to(va, (k,)) if va.ndim == 0 else va.ravel()
     bias = np.broadcast_to(ba, (k,)) if ba.ndim == 0 else ba.ravel()
+    return saturate(0.5 * float(_fold(var, bias).sum()), k)
+
+
+def _fold(var: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """Per-cell folded-normal mean ``E|bias + N(0, var)|``."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = np.sqrt(var)
         z = np.where(s > 0, bias / np.where(s > 0, s, 1.0), np.inf)
         fold = s * math.sqrt(2 / math.pi) * np.exp(-0.5 * np.minimum(z, 50.0) ** 2)
         noisy = fold + bias * erf(z / math.sqrt(2))
-        per_cell = np.where(np.isinf(s), np.inf, np.where(s > 0, noisy, bias))
-    raw = 0.5 * float(per_cell.sum())
-    return saturate(raw, k)
+        return np.where(np.isinf(s), np.inf, np.where(s > 0, noisy, bias))
 
 
 def saturate(raw: float, cells: int) -> float:
@@ -220,13 +225,21 @@ def _partial(m: np.ndarray | float, s: np.ndarray, a: np.ndarray, b: float
     return prob, first, second
 
 
-def _normsub_shift(p: np.ndarray, s: np.ndarray) -> float:
-    """``delta`` with ``sum E[max(p + e - delta, 0)] = 1`` (bisection, mean-field norm-sub)."""
+def _normsub_shift(p: np.ndarray, s: np.ndarray, count: int = 1) -> float:
+    """``delta`` with ``count * sum E[max(p + e - delta, 0)] = 1`` (bisection, mean-field norm-sub)."""
     lo, hi = 0.0, 1.0 + 10.0 * float(s.max())
+    if p.size == 1:  # one distinct cell (a uniform table): scalar arithmetic
+        p1, s1 = float(p[0]), float(s[0])
+        for _ in range(32):  # bisection on one scalar
+            mid = 0.5 * (lo + hi)
+            z = (p1 - mid) / s1
+            mean = (p1 - mid) * 0.5 * math.erfc(-z / math.sqrt(2)) + s1 * math.exp(-0.5 * z * z) * _INV_SQRT_2PI
+            lo, hi = (mid, hi) if count * mean > 1.0 else (lo, mid)
+        return 0.5 * (lo + hi)
     for _ in range(32):  # bisection on one scalar
         mid = 0.5 * (lo + hi)
         mu = p - mid
-        if float(np.sum(mu * ndtr(mu / s) + s * _pdf(mu / s))) > 1.0:
+        if count * float(np.sum(mu * ndtr(mu / s) + s * _pdf(mu / s))) > 1.0:
             lo = mid
         else:
             hi = mid
@@ -241,21 +254,35 @@ def normsub_errors(p: Any, var: Any) -> tuple[float, np.ndarray]:
     1 (a mean-field model of Norm-Sub).  Cells with zero variance are exact.
     """
     p = np.asarray(p, dtype=float).ravel()
-    v = np.broadcast_to(np.asarray(var, dtype=float), p.shape).ravel()
+    return _normsub(p, np.broadcast_to(np.asarray(var, dtype=float), p.shape).ravel(), 1)
+
+
+def normsub_uniform(cells: int, var: float) -> tuple[float, float]:
+    """:func:`normsub_errors` of a uniform ``cells``-cell table with variance ``var`` in every
+    cell: ``(expected TVD, mean squared error of each cell)``, computed on one cell."""
+    k = int(cells)
+    tvd, mse = _normsub(np.array([1.0 / k]), np.array([float(var)]), k)
+    return tvd, float(mse[0])
+
+
+def _normsub(p: np.ndarray, v: np.ndarray, count: int) -> tuple[float, np.ndarray]:
+    """:func:`normsub_errors` of the table holding every cell of ``p`` ``count`` times."""
     s = np.sqrt(np.clip(np.nan_to_num(v, nan=_MAX_SD ** 2, posinf=_MAX_SD ** 2), 0.0, _MAX_SD ** 2))
+    k = p.size * count
     if not np.any(s > 0):
         return 0.0, np.zeros_like(p)
     if np.all(5.0 * s <= p):  # no cell is clipped (to 3e-7): Norm-Sub changes nothing
-        return expected_tvd(s * s, 0.0, cells=p.size), s * s
+        if count == 1:
+            return expected_tvd(s * s, 0.0, cells=k), s * s
+        return saturate(0.5 * count * float(_fold(s * s, np.zeros_like(s)).sum()), k), s * s
     s = np.maximum(s, 1e-300)
-    delta = _normsub_shift(p, s)
+    delta = _normsub_shift(p, s, count)
     # Y = estimate - p = e - delta where p + e - delta > 0, else -p
     prob_pos, _, _ = _partial(-delta, s, -p, np.inf)
     pr_neg, e_neg, _ = _partial(-delta, s, -p, 0.0)  # -p < Y < 0
     _, e_pos, _ = _partial(-delta, s, np.zeros_like(p), np.inf)
     _, _, sq = _partial(-delta, s, -p, np.inf)
     abs_err = (e_pos - e_neg) + p * (1.0 - prob_pos)
-    k = p.size
     # a distribution: at most the error of a point mass on a random cell
     mse = np.minimum(sq + p * p * (1.0 - prob_pos), (1 - p) ** 2 / k + p * p * (1 - 1 / k))
-    return saturate(0.5 * float(abs_err.sum()), k), mse
+    return saturate(0.5 * count * float(abs_err.sum()), k), mse

@@ -44,17 +44,18 @@ def _check_subsets(domain: Domain, subsets: Any) -> tuple[tuple[str, ...], ...]:
     if isinstance(subsets, (str, bytes)) or not isinstance(subsets, Sequence):
         raise TypeError(f"subsets ({subsets!r}) must be a list of attribute lists")
     out = []
-    for i, s in enumerate(subsets):
+    size = dict(zip(domain.attrs, domain.sizes))
+    for i, s in enumerate(subsets):  # subsets, not users
         s = (s,) if isinstance(s, str) else tuple(s)
         if not s:
             raise PlanError(f"subsets[{i}] is empty; expected at least one attribute")
-        unknown = [a for a in s if a not in domain]
+        unknown = [a for a in s if not isinstance(a, str) or a not in size]
         if unknown:
             raise PlanError(f"subsets[{i}] ({list(s)}) names unknown attribute(s) {unknown}; "
                             f"the domain has {list(domain.attrs)}")
         if len(set(s)) != len(s):
             raise PlanError(f"subsets[{i}] ({list(s)}) repeats an attribute")
-        cells = domain.cells(s)
+        cells = math.prod(size[a] for a in s)
         if cells > MAX_CELLS:
             raise PlanError(f"subsets[{i}] ({list(s)}) has {cells} joint cells; at most {MAX_CELLS}")
         out.append(tuple(str(a) for a in s))
@@ -103,7 +104,7 @@ class MarginalPlan:
         subsets = _check_subsets(self.domain, self.subsets)
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "subsets", subsets)
-        oracles = tuple(self.oracles) or tuple(best_oracle(eps, self.domain.cells(s)) for s in subsets)
+        oracles = tuple(self.oracles) or _best_oracles(self.domain, eps, subsets)
         if len(oracles) != len(subsets):
             raise PlanError(f"oracles has {len(oracles)} entries for {len(subsets)} subsets")
         for i, o in enumerate(oracles):
@@ -213,6 +214,19 @@ class MarginalPlan:
                     shown = "differs" if k == "domain" else f"{other[k]!r} vs {mine[k]!r}"
                     parts.append(f"{k} {shown}")
         return "; ".join(parts)
+
+
+def _best_oracles(domain: Domain, eps: float, subsets: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    """:func:`~lopub.collect.cost.best_oracle` of every subset (once per joint size)."""
+    size = dict(zip(domain.attrs, domain.sizes))
+    memo: dict[int, str] = {}
+    out = []
+    for s in subsets:  # subsets, not users
+        k = math.prod(size[a] for a in s)
+        if k not in memo:
+            memo[k] = best_oracle(eps, k)
+        out.append(memo[k])
+    return tuple(out)
 
 
 def _digest(content: dict[str, Any]) -> str:

@@ -50,6 +50,24 @@
     The option's ``predicted_tvd`` is then the uniform rule's prediction (the
     main plan is only known after the screen).
 
+Plan-time checks (:mod:`lopub.collect.groups`): a sampling option is only
+offered when ``n`` users give every group its documented minimum (users are
+dealt to the subsets in equal shares); the marginal plan is fitted to ``n``
+(subsets it cannot fill are dropped, one-way tables measure what they leave
+out) and the report's ``notes`` state each option's group size, the largest
+minimum and any one-way table expected to be mostly noise.  Fewer than
+:data:`~lopub.collect.groups.MIN_GROUP_FLOOR` users per attribute refuses
+both sampling families; an attribute no Bloom filter size can separate
+within the planner's bounds refuses Bloom (``refused`` names the reason;
+:meth:`PlanReport.option` raises it).  Two-phase plans are only considered
+up to :data:`MAX_SCREEN_ATTRS` attributes (the main-phase choice evaluates
+every screened pair per candidate).
+
+Cost: at uniform tables (no ``prior``) every pair's prediction depends only
+on its shape and variances and is evaluated once per distinct signature, so
+planning 300 binary attributes takes about a second of CPU whatever ``n``
+(``pipelines/bench_plan_scale.py``, docs/BENCHMARKS.md).
+
 Cell probabilities are uniform (``p = 1/K``) and the dependence of every
 pair is the prior guess ``dependence``, unless ``prior`` (a public or
 earlier dataset, a fitted model: anything with ``project(attrs)``) supplies
@@ -68,8 +86,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from lopub.collect.adaptive import (
     DEFAULT_DEPENDENCE,
     Profile,
@@ -78,7 +94,15 @@ from lopub.collect.adaptive import (
     choose_subsets,
     predict_plan_error,
 )
-from lopub.collect.cost import expected_tvd, normsub_errors
+from lopub.collect.bloom_cost import (  # noqa: F401 (re-exported)
+    BLOOM_EFFICIENCY,
+    BLOOM_HS,
+    MAX_BLOOM_M,
+    bloom_m,
+    bloom_unit_noise,
+    predict_bloom,
+)
+from lopub.collect.groups import MIN_GROUP_FLOOR, describe_groups
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.twophase import DEFAULT_SCREEN_SHARE
 from lopub.data.domain import Domain
@@ -86,71 +110,9 @@ from lopub.errors import SpecError
 
 #: Per-record budget above which the planner adds a warning line.
 WARN_EPSILON = 10.0
-BLOOM_HS = (1, 2, 3, 4)
-#: Ratio of the error of LoPub's EM (the maximum-likelihood estimator) to
-#: that of the product estimator modelled here, calibrated on simulation
-#: (h = 1, 3-4 attributes of 2-6 values, n = 30,000-40,000, epsilon 1.5-24;
-#: with it the predictions are within -8 % .. +14 % of EM's error).
-BLOOM_EFFICIENCY = 0.85
-MAX_BLOOM_M = 1 << 16
-
-
-def bloom_m(domain: Domain, h: int) -> tuple[int, ...]:
-    """Per attribute, the smallest ``m`` (paper default 32 / 128, doubled) with distinct filters."""
-    from lopub.reports.spec import CollectionSpec
-
-    out = []
-    for a in domain.attrs:  # attributes, not users
-        k = domain.size(a)
-        m = 32 if k <= 2 else 128
-        while True:
-            try:
-                CollectionSpec.from_domain(domain.project([a]), f=0.5, m=m, h=h)
-                break
-            except SpecError:
-                if m >= MAX_BLOOM_M:
-                    raise SpecError(f"attribute {a!r} ({k} values): no m <= {MAX_BLOOM_M} gives "
-                                    f"distinct Bloom filters at h ({h})") from None
-                m *= 2
-        out.append(m)
-    return tuple(out)
-
-
-def bloom_unit_noise(epsilon: float, h: int, d: int) -> float:
-    """Per-user noise variance ``u`` of one value's indicator read from its ``h`` bits."""
-    x = epsilon / (2.0 * h * d)  # ln(p / q) of one bit
-    t, em = math.exp(-x), -math.expm1(-x)
-    if em * em == 0.0:  # no information at all (em underflows when squared)
-        return math.inf
-    return t / (em * em) / h  # q (1 - q) / (p - q)^2 = e^x / (e^x - 1)^2
-
-
-def predict_bloom(domain: Domain, n: int, epsilon: float, h: int, *,
-                  dependence: float = DEFAULT_DEPENDENCE, prior: Any = None,
-                  select_edges: bool = True) -> float:
-    """Predicted mean 2-way TVD of Bloom reports (module docstring)."""
-    d = len(domain)
-    u = bloom_unit_noise(epsilon, h, d)
-    scale = BLOOM_EFFICIENCY ** 2 / n
-    if d == 1:
-        k = domain.sizes[0]
-        return normsub_errors(np.full(k, 1.0 / k), u * (1 - 1 / k) * scale)[0]
-    profile = prior if isinstance(prior, Profile) else Profile(domain, prior, dependence)
-    if not math.isfinite(u):
-        return float(np.mean([expected_tvd(math.inf, 0.0, cells=domain.cells(p))
-                              for p in itertools.combinations(domain.attrs, 2)]))
-    unit = {a: u * (1 - 1 / domain.size(a)) for a in domain.attrs}  # the indicators sum to 1
-    mse = {a: normsub_errors(profile.probs((a,)), unit[a] * scale)[1] for a in domain.attrs}
-    errs = []
-    for a, b in itertools.combinations(domain.attrs, 2):  # pairs of attributes, not users
-        pa, pb, ua, ub = profile.probs((a,)), profile.probs((b,)), unit[a], unit[b]
-        v = (ua * ub + np.add.outer(ub * pa, ua * pb).ravel()) * scale
-        err = normsub_errors(profile.probs((a, b)), v)[0]
-        if select_edges:  # the model falls back to the product of the one-way tables
-            pv = (np.outer(mse[a], pb ** 2) + np.outer(pa ** 2, mse[b])).ravel()
-            err = min(err, expected_tvd(pv, profile.bias(a, b), cells=v.size))
-        errs.append(err)
-    return float(np.mean(errs))
+#: Most attributes a two-phase plan screens (its main-phase choice evaluates
+#: every pair of the screen's tables for about 30 candidates).
+MAX_SCREEN_ATTRS = 30
 
 
 @dataclass(frozen=True)
@@ -186,12 +148,25 @@ class PlanReport:
     warning: str | None
     marginal_plan: MarginalPlan | None = field(repr=False)
     two_phase: Any = field(default=None, repr=False)
+    #: plan-time checks: group sizes of the sampling options (:mod:`lopub.collect.groups`)
+    notes: tuple[str, ...] = ()
+    #: protocol -> why it is not offered (too few users, no distinct Bloom filters)
+    refused: dict = field(default_factory=dict)
 
     def option(self, protocol: str) -> ProtocolOption:
+        """The option of ``protocol``.
+
+        Raises
+        ------
+        PlanError
+            The protocol was refused at plan time (the message says why) or is unknown.
+        """
         for o in self.options:
             if o.protocol == protocol:
                 return o
-        raise KeyError(f"protocol ({protocol!r}) must be one of {[o.protocol for o in self.options]}")
+        if protocol in self.refused:
+            raise PlanError(f"protocol {protocol!r} is not possible here: {self.refused[protocol]}")
+        raise PlanError(f"protocol ({protocol!r}) must be one of {[o.protocol for o in self.options]}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "epsilon_per_record": self.epsilon,
@@ -200,7 +175,8 @@ class PlanReport:
                 "marginal_plan": None if self.marginal_plan is None else self.marginal_plan.to_dict(),
                 "two_phase": None if self.two_phase is None else {
                     "n_screen": self.two_phase.n_screen, "n_main": self.two_phase.n_main,
-                    "screen_plan_id": self.two_phase.screen.plan_id}}
+                    "screen_plan_id": self.two_phase.screen.plan_id},
+                "checks": list(self.notes), "refused": dict(self.refused)}
 
     def to_text(self) -> str:
         lines = [f"n = {self.n} users, epsilon = {self.epsilon:g} per record",
@@ -208,6 +184,8 @@ class PlanReport:
         for o in self.options:
             mark = "  <- recommended" if o.protocol == self.recommended else ""
             lines.append(f"  {o.protocol:<14} {o.predicted_tvd:.4f}  {o.description}{mark}")
+        lines += [f"  {p:<14} refused: {why}" for p, why in self.refused.items()]
+        lines += [f"check: {t}" for t in self.notes]
         if self.warning:
             lines.append(self.warning)
         lines.append(self.privacy)
@@ -252,12 +230,13 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
     dependence = _check_dependence(dependence)
     d = len(domain)
     profile = Profile(domain, prior, dependence)
-    options, mplan, two = [], None, None
-    if d <= n:  # sampling protocols need at least one user per subset
+    options, mplan, two, notes, refused = [], None, None, [], {}
+    if n // d >= MIN_GROUP_FLOOR:  # sampling protocols: every group gets its minimum
         one = [(a,) for a in domain.attrs]
         err = predict_plan_error(domain, n, epsilon, one, prior=profile)
         options.append(ProtocolOption("one-attribute", err, {"subsets": [list(s) for s in one]},
                                       "one attribute per user, best oracle, independence release"))
+        notes.append("one-attribute: " + describe_groups(domain, n, epsilon, one))
         name, subsets, err = choose_subsets(domain, n, epsilon, prior=profile)
         two = _two_phase(domain, n, epsilon, name, key) if prior is None else None
         mplan = MarginalPlan(domain, tuple(subsets), epsilon, key=key) if two is None else two.screen
@@ -269,21 +248,36 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
                           screen_share=DEFAULT_SCREEN_SHARE)
             text = (f"marginal sampling, two-phase ({two.n_screen} users screen all pairs, the rest "
                     f"measure the plan chosen from the screen; uniform rule: {name})")
+            notes.append("marginals: screen " + describe_groups(domain, two.n_screen, epsilon,
+                                                                  mplan.subsets))
+        else:
+            notes.append("marginals: " + describe_groups(domain, n, epsilon, subsets))
         options.append(ProtocolOption("marginals", err, params, text))
-    options.append(_bloom_option(domain, n, epsilon, d, profile))
+    else:
+        why = (f"{n} users for {d} attributes: one attribute per group needs >= {MIN_GROUP_FLOOR} "
+               f"users per group ({MIN_GROUP_FLOOR * d} users)")
+        refused.update({"one-attribute": why, "marginals": why})
+    try:
+        options.append(_bloom_option(domain, n, epsilon, d, profile))
+    except SpecError as exc:
+        refused["bloom"] = str(exc)
+    if not options:
+        raise PlanError(f"no protocol fits: {'; '.join(f'{k}: {v}' for k, v in refused.items())}")
     best = min(options, key=lambda o: o.predicted_tvd)
     text, warning = privacy_statement(epsilon)
-    return PlanReport(n, epsilon, tuple(options), best.protocol, text, warning, mplan, two)
+    return PlanReport(n, epsilon, tuple(options), best.protocol, text, warning, mplan, two,
+                      tuple(notes), refused)
 
 
 def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None) -> Any:
     """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
     from lopub.collect.twophase import TwoPhasePlan
 
-    if len(domain) < 3 or not (name == "pairs" or name.startswith("pairs<=")):
+    rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
+    if len(domain) < 3 or len(domain) > MAX_SCREEN_ATTRS or not (rule == "pairs" or rule.startswith("pairs<=")):
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
-    if name != "pairs" and int(name[len("pairs<="):]) <= smallest:
+    if rule != "pairs" and int(rule[len("pairs<="):]) <= smallest:
         return None
     try:
         return TwoPhasePlan.build(domain, n, epsilon, screen_share=DEFAULT_SCREEN_SHARE, key=key)
@@ -295,12 +289,19 @@ def _bloom_option(domain: Domain, n: int, epsilon: float, d: int, profile: Profi
     from lopub.reports.privacy import f_for_epsilon
 
     errs = {h: predict_bloom(domain, n, epsilon, h, prior=profile) for h in BLOOM_HS}
-    h = min(errs, key=lambda k: errs[k])
+    failed: SpecError | None = None
+    for h in sorted(errs, key=lambda k: errs[k]):  # the best h whose filters can be distinct
+        try:
+            m = bloom_m(domain, h)
+            break
+        except SpecError as exc:
+            failed = exc
+    else:
+        raise SpecError(f"{failed} (tried h = {list(BLOOM_HS)})")
     try:
         f = f_for_epsilon(epsilon, h, d)
     except ValueError:
         f = None  # epsilon beyond what a float flip probability can express
-    m = bloom_m(domain, h)
     return ProtocolOption("bloom", errs[h], {"h": h, "m": list(m), "f": f,
                                              "epsilon_per_attribute": epsilon / d},
                           f"Bloom reports, h = {h}, epsilon {epsilon / d:.3g} per attribute")

@@ -46,6 +46,7 @@ from lopub._util import check_open_unit
 from lopub.collect.adaptive import (DEFAULT_DEPENDENCE, STRATEGIES, Profile, _check_args, _check_dependence, all_pairs,
                                     candidate_plans, choose_subsets, predict_plan_error)
 from lopub.collect.cost import expected_tvd
+from lopub.collect.groups import MIN_GROUP_FLOOR, needs, shortfall
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.data.domain import Domain
 
@@ -101,9 +102,12 @@ class TwoPhasePlan:
             raise PlanError("a two-phase plan needs at least 2 attributes")
         n_screen = int(round(n * screen_share))
         pairs = [tuple(p) for p in all_pairs(domain)]
-        if n_screen < len(pairs) or n - n_screen < len(domain):
+        need = max(needs(domain, epsilon, pairs))
+        if n_screen < len(pairs) * need or n - n_screen < len(domain) * MIN_GROUP_FLOOR:
             raise PlanError(f"n ({n}) is too small for a two-phase plan: the screen needs >= "
-                            f"{len(pairs)} users and the main phase >= {len(domain)}")
+                            f"{len(pairs) * need} users ({len(pairs)} pairs, >= {need} users each at "
+                            f"epsilon {epsilon:g}) and the main phase >= {len(domain) * MIN_GROUP_FLOOR}; "
+                            f"it would get {n_screen} and {n - n_screen}")
         return cls(MarginalPlan(domain, tuple(pairs), epsilon, key=key), n, n_screen)
 
     @property
@@ -112,8 +116,8 @@ class TwoPhasePlan:
 
     def main_candidates(self, screen_source: Any) -> dict[str, list[tuple[str, ...]]]:
         """The main-phase candidates: the ``auto`` rule's and cuts of the dependence ranking."""
-        domain = self.screen.domain
-        out = {k: v for k, v in candidate_plans(domain).items() if len(v) <= self.n_main}
+        domain, eps, n = self.screen.domain, self.screen.epsilon, self.n_main
+        out = {k: v for k, v in candidate_plans(domain).items() if not shortfall(domain, n, eps, v)}
         dep = {}
         for m in screen_source.measurements():  # pairs of the screen, not users
             pa, pb = m.values.sum(axis=1), m.values.sum(axis=0)
@@ -124,8 +128,10 @@ class TwoPhasePlan:
             subsets = [tuple(p) for p in ranked[:k]]
             covered = {a for p in subsets for a in p}
             subsets += [(a,) for a in domain.attrs if a not in covered]
-            if len(subsets) <= self.n_main:
+            if not shortfall(domain, n, eps, subsets):
                 out[f"top-{k}-pairs"] = subsets
+        if not out:  # one attribute per group, whatever the minimum says
+            out["one-way"] = [(a,) for a in domain.attrs]
         return out
 
     def select(self, screen_source: Any) -> MarginalPlan:
@@ -229,7 +235,9 @@ def plan_marginals(domain: Domain, n: int, epsilon: float, *, strategy: str = "a
     ----------
     domain : Domain
     n : int
-        Number of users (>= the number of subsets).
+        Number of users; every subset's group must get its minimum
+        (:mod:`lopub.collect.groups`): ``auto`` fits its plan to ``n``, a
+        fixed strategy that ``n`` cannot fill is refused.
     epsilon : float
         Per-user budget (finite, > 0).
     strategy : {"auto", "one-way", "pairs", "triples", "two-phase"}
@@ -257,7 +265,11 @@ def plan_marginals(domain: Domain, n: int, epsilon: float, *, strategy: str = "a
     else:
         cands = candidate_plans(domain)
         subsets = cands.get(strategy, cands.get("pairs", cands["one-way"]))
-    if len(subsets) > n:
-        raise PlanError(f"strategy {strategy!r} needs {len(subsets)} subsets but n ({n}) users "
-                        "would leave some subset without users")
+        short = shortfall(domain, n, epsilon, subsets)
+        if short:
+            s, need = max(short, key=lambda t: t[1])
+            raise PlanError(f"strategy {strategy!r} needs {len(subsets)} subsets but n ({n}) users "
+                            f"give {n // len(subsets)} per subset where {list(s)} needs >= {need} "
+                            f"at epsilon {epsilon:g} (lopub.collect.groups); collect more users, "
+                            "raise epsilon or use strategy='auto', which fits the plan to the users")
     return MarginalPlan(domain, tuple(subsets), epsilon, key=key)
