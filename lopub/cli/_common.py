@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 from lopub.errors import BudgetError
 from lopub.io import output_lock
 from lopub.limits import memory_limit
-from lopub.cli._outputs import check_output_path
+from lopub.cli._outputs import check_output_path, guard_outputs, input_paths
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -204,6 +204,12 @@ def add_verbosity(p: argparse.ArgumentParser, *, top: bool = False,
     p.add_argument("--max-memory-mb", type=memory_mb, metavar="MB", **unset,
                    help="refuse sizes whose estimated memory exceeds MB MiB, before allocating "
                         "(default: the memory available)")
+    p.add_argument("--force", action="store_true", **unset,
+                   help="replace an output that is a symbolic link, device or pipe with a regular "
+                        "file (an output that is one of the inputs is refused even so)")
+    p.add_argument("--no-verify", action="store_true", **unset,
+                   help="read input files that carry no checksum (older or hand-edited files); "
+                        "their integrity is then NOT checked (a warning says so)")
 
 
 #: Largest memory size in MiB an option takes: 2^63 bytes, more than any machine has.
@@ -301,11 +307,28 @@ def _write_error(a: argparse.Namespace, exc: OSError) -> OSError:
                    f"size limit); the existing output is unchanged")
 
 
+def _all_outputs(a: argparse.Namespace) -> list[tuple[str, str]]:
+    """``(path, option)`` of every output the command names, folders included."""
+    return [(getattr(a, attr), opt if not (a.command == "merge-reports" and attr == "out") else "OUT")
+            for attr, opt in OUTPUT_OPTIONS.items() if getattr(a, attr, None)]
+
+
+def check_outputs(a: argparse.Namespace) -> None:
+    """Before any work: every output is a writable path, none is (or is inside) an input, and
+    none is a link, device or pipe unless ``--force``."""
+    for path, option in _outputs(a):
+        check_output_path(path, option)
+    outputs = _all_outputs(a)
+    if outputs:
+        inputs = input_paths(vars(a), set(OUTPUT_OPTIONS))
+        guard_outputs(outputs, inputs, force=getattr(a, "force", False),
+                      folders=a.command in FOLDER_OUT)
+
+
 def _call(a: argparse.Namespace) -> Exception | None:
     """Run the command; the error to report, if any.  A closed stdout is not one."""
     try:
-        for path, option in _outputs(a):  # before any work: a bad output path fails at once
-            check_output_path(path, option)
+        check_outputs(a)  # before any work: a bad output path fails at once
         with contextlib.ExitStack() as locks:
             for path in _locked_outputs(a):
                 locks.enter_context(output_lock(path))
@@ -317,6 +340,9 @@ def _call(a: argparse.Namespace) -> Exception | None:
         return _write_error(a, exc) if exc.errno in _WRITE_ERRNOS else exc
     except ERRORS as exc:
         return exc
+    except RecursionError:  # a nested input the readers' own limits did not catch
+        return ValueError("an input file is nested too deeply (JSON arrays or objects inside each "
+                          "other beyond the reader's limit); it is not a lopub file")
     except MemoryError as exc:  # an allocation the estimates before it did not foresee
         return MemoryError(f"out of memory ({' '.join(str(exc).split()) or 'MemoryError'}); "
                            f"use smaller sizes")

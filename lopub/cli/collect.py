@@ -132,7 +132,6 @@ def _encode_target(a: argparse.Namespace) -> tuple[Any, Any]:
 
 def cmd_encode(a: argparse.Namespace) -> None:
     from lopub.client import encode
-    from lopub.reports.dataset import ReportsDataset
 
     if _planned_bloom(a):  # --epsilon alone: h and m from the planner (needs N, so read first)
         from lopub.collect import bloom_spec, plan
@@ -152,9 +151,7 @@ def cmd_encode(a: argparse.Namespace) -> None:
         warning(cast(str, privacy_statement(spec.epsilon)[1]).removeprefix("WARNING: "), command="encode")
     if target is not None:
         target.append(reports)
-    elif a.append:
-        ReportsDataset.create(a.out, spec).append(reports)
-    else:
+    else:  # a file, or a new dataset folder made whole (--append to a folder not there yet)
         reports.save(a.out)
     s = reports.summary()
     where = f"{a.out} (dataset, now {target.n} reports in {len(target.parts)} parts)" if target else a.out
