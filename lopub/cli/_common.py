@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
 from lopub.errors import BudgetError
-from lopub.io import output_lock
+from lopub.io import output_lock, unverified_reads
 from lopub.limits import memory_limit
 from lopub.cli._outputs import check_output_path, guard_outputs, input_paths
 
@@ -157,11 +157,36 @@ def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = 
         raise type(exc)(f"data file {path!r}: {exc}") from None
 
 
-def load_bloom_reports(path: str) -> Any:
+#: what reads each kind of ``.npz`` reports file
+NPZ_READERS = {"lopub-marginal-reports": ("marginal-sampling reports (lopub collect --protocol "
+                                          "auto|marginals|one-attribute)", "lopub fit"),
+               "lopub-oracle-reports": ("one-way oracle reports (lopub collect --protocol "
+                                        "grr|oue|olh|...)", "lopub estimate-freq")}
+
+
+def refuse_npz(path: str, command: str) -> None:
+    """A ``.npz`` reports file (zip magic) given to a command reading Bloom reports: ValueError
+    naming the file's kind and the command that reads it."""
+    from lopub.formats._io import npz_format
+
+    if not os.path.isfile(path):
+        return
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"PK":
+            return
+    kind = npz_format(path)
+    what, reader = NPZ_READERS.get(kind or "", (f"a zip archive (format {kind!r})", None))
+    hint = f"; read it with {reader}" if reader else ""
+    raise ValueError(f"reports file {path!r} holds {what}, not the Bloom reports (Parquet file or "
+                     f"dataset folder) lopub {command} reads{hint}")
+
+
+def load_bloom_reports(path: str, command: str = "estimate") -> Any:
     """A Bloom reports file to estimate from: at least one report (else a clear error now,
     not after the estimator's iterations)."""
     from lopub.reports.bloom import Reports
 
+    refuse_npz(path, command)
     reports = Reports.load(path)
     if reports.n == 0:
         raise ValueError(f"reports file {path!r} holds no reports (n = 0); nothing to estimate from")
@@ -360,7 +385,8 @@ def run(a: argparse.Namespace) -> int:
         logger.debug("arguments %s", _arguments(a), extra=cmd)
         t0 = time.perf_counter()
         limit = getattr(a, "max_memory_mb", None)
-        with memory_limit(None if limit is None else int(limit * 2**20)):
+        with memory_limit(None if limit is None else int(limit * 2**20)), \
+                unverified_reads(getattr(a, "no_verify", False)):
             exc = _call(a)
         if exc is not None:
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

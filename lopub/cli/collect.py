@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lopub.reports import privacy
 from lopub.cli._commands import add_command
 from lopub.cli._common import (add_na_values, add_verbosity, dataset_from_file, default, emit, read_csv,
-                      seed_arg)
+                      refuse_npz, seed_arg)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lopub.data.domain import Domain
@@ -177,6 +177,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     from lopub.progress import warning
     from lopub.reports.dataset import ReportsDataset
 
+    refuse_npz(a.reports, "inspect-reports")
     ds = ReportsDataset.open(a.reports)
     if ds.is_folder:
         ds.verify()

@@ -51,6 +51,10 @@ def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
     missing = [x for x in attrs if x not in priors]
     if missing:
         raise ValueError(f"--prior has no prior for attributes {missing}")
+    unknown = [str(x) for x in priors if x not in attrs]
+    if unknown:
+        raise ValueError(f"--prior {a.prior!r} names attributes {unknown} that are not in the domain "
+                         f"(its attributes: {attrs}); a typo would leave the real one without prior")
     _check_prior_sizes([priors[x] for x in attrs], attrs, list(data.domain.sizes), "--prior")
     eps = _lip_eps(a.epsilon, len(attrs))
     mechs = []

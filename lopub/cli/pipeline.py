@@ -20,12 +20,13 @@ from lopub.pipeline.demo import DEFAULT_EPSILON
 from lopub.dependency.junction import HEURISTICS
 from lopub.estimate import METHODS
 from lopub.publish.evaluate import evaluate_release
+from lopub.formats._io import npz_format
 from lopub.io import atomic_write_text
 from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
                         default_clique_budget, dependency, fit, model_structure_options)
 from lopub.progress import note
 from lopub.cli._commands import add_command
-from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
+from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress, refuse_npz,
                       read_csv, seed_arg, split_list)
 from lopub.cli._outputs import check_output_path, staged_outputs
 from lopub.cli._scale import add_scale_options, reports_for, scale_options
@@ -80,28 +81,18 @@ def load_any_reports(path: str):
         with open(path, "rb") as fh:
             zipped = fh.read(2) == b"PK"
         if zipped:
-            try:
-                marginal = _is_marginal(path)
-            except Exception as exc:  # a damaged archive: whatever zipfile/numpy/json raise
-                raise ValueError(f"reports file {path!r} is damaged or not a reports file "
-                                 f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
-            meta = MarginalReports.read_meta(path) if marginal else None
-            if meta is None:
+            kind = npz_format(path)
+            if kind == "lopub-oracle-reports":
                 raise ValueError(f"reports file {path!r} holds one-way oracle reports (lopub collect "
-                                 f"--protocol grr|oue|...); lopub fit needs Bloom reports or marginal-"
-                                 f"sampling reports (lopub collect --protocol auto|marginals|one-attribute)")
+                                 f"--protocol grr|oue|...), read by lopub estimate-freq; lopub fit "
+                                 f"needs Bloom reports or marginal-sampling reports (lopub collect "
+                                 f"--protocol auto|marginals|one-attribute)")
+            if kind != "lopub-marginal-reports":
+                raise ValueError(f"reports file {path!r} is a zip archive but not lopub reports (its "
+                                 f"metadata names format {kind!r}); expected Bloom reports (Parquet "
+                                 f"or a dataset folder) or marginal-sampling reports (.npz)")
             return MarginalReports.load(path)
     return Reports.load(path)
-
-
-def _is_marginal(path: str) -> bool:
-    import numpy as np
-
-    with np.load(path, allow_pickle=False) as z:
-        if "meta" not in z.files:
-            return False
-        meta = json.loads(bytes(z["meta"]).decode("utf-8"))
-    return isinstance(meta, dict) and meta.get("format") == "lopub-marginal-reports"
 
 
 def cmd_fit(a: argparse.Namespace) -> None:
@@ -202,6 +193,8 @@ def source_kind(path: str) -> str:
         return "reports"
     if head.startswith(b"\x1f\x8b") or head.lstrip().startswith(b"{"):
         return "model"
+    if head.startswith(b"PK"):
+        refuse_npz(path, "graph")
     raise ValueError(f"{path!r} is neither a lopub model (JSON, optionally gzip) nor a reports file "
                      f"(Parquet, starting with PAR1); it starts with {head[:8]!r}")
 
@@ -229,7 +222,7 @@ def _graph_of_reports(a: argparse.Namespace):
     from lopub.dependency import MarginalCache
     from lopub.pipeline.steps import collection_parameters, make_estimator
     shown = progress(a)
-    reports = load_bloom_reports(a.source)
+    reports = load_bloom_reports(a.source, "graph")
     cache = MarginalCache(make_estimator(reports, a.method, progress=shown))
     phi = default(dependency, "phi") if a.phi is None else a.phi
     structure = "phi" if (a.prune or a.structure == "auto" and a.phi is not None) else a.structure
