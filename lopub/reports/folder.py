@@ -52,7 +52,7 @@ MANIFEST = "_lopub_dataset.json"
 LOCK = ".lopub_dataset.lock"
 PART = "part-{:05d}.parquet"
 _PART_RE = re.compile(r"^part-(\d{5,})\.parquet$")
-_BLOCK = 1 << 20
+_BLOCK = 1 << 16  # bytes hashed at a time (readers stream parts in bounded memory)
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,14 @@ def is_dataset_path(path: str | os.PathLike) -> bool:
 def sha256_file(path: str | os.PathLike) -> str:
     """Hex SHA-256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_BLOCK), b""):
-            h.update(block)
+    buf = bytearray(_BLOCK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while True:
+            got = fh.readinto(buf)
+            if not got:
+                break
+            h.update(view[:got])
     return h.hexdigest()
 
 
