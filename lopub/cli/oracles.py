@@ -247,7 +247,7 @@ def _register_estimate_freq(subparsers: Any) -> None:
     e.add_argument("reports", help="reports file")
     e.add_argument("--postprocess", choices=METHODS, default=post,
                    help=f"turn raw estimates into distributions (default {post})")
-    e.add_argument("--lip-method", choices=("bayes", "invert"), default=lip,
+    e.add_argument("--lip-method", choices=("bayes", "invert"), default=None,
                    help="LIP estimator: posterior mean (assumes data follow the prior) or inversion")
     e.add_argument("--json", action="store_true")
     add_verbosity(e)

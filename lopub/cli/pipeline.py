@@ -29,7 +29,7 @@ from lopub.cli._commands import add_command
 from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress, refuse_npz,
                       read_csv, seed_arg, split_list)
 from lopub.cli._outputs import check_output_path, staged_outputs
-from lopub.cli._scale import add_scale_options, reports_for, scale_options
+from lopub.cli._scale import add_scale_options, check_work_memory, reports_for, scale_options
 
 __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
 DEFAULT_METHOD = default(fit, "method")
@@ -95,11 +95,31 @@ def load_any_reports(path: str):
     return Reports.load(path)
 
 
+def _refuse_estimator_options(a: argparse.Namespace, reports, method_given: bool) -> None:
+    """Marginal-sampling reports are measured by their oracles: the Bloom estimator's options
+    do not apply to them and are refused, naming the option and the file type."""
+    from lopub.collect import MarginalReports
+
+    if not isinstance(reports, MarginalReports):
+        return
+    given = [o for o, on in (("--method", method_given), ("--scheduler", a.scheduler is not None),
+                             ("--tol", a.tol is not None), ("--jobs", a.jobs is not None),
+                             ("--memory-budget-mb", a.memory_budget_mb is not None)) if on]
+    if given:
+        raise ValueError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {a.reports!r}: it holds marginal-"
+                         f"sampling reports (.npz), measured by their frequency oracles; these "
+                         f"options set the estimator of Bloom reports (Parquet or dataset folder)")
+
+
 def cmd_fit(a: argparse.Namespace) -> None:
     outputs = [(a.out, "--out")] + ([(a.plot, "--plot")] if a.plot else [])
     for path, option in outputs:  # fail before the (long) fit, not after it
         check_output_path(path, option)
+    check_work_memory(a, a.reports)
+    method_given = a.method is not None
+    a.method = a.method or DEFAULT_METHOD
     reports = reports_for(a, a.reports, load_any_reports)
+    _refuse_estimator_options(a, reports, method_given)
     if getattr(reports, "n", 1) == 0:
         raise ValueError(f"reports file {a.reports!r} holds no reports (n = 0); nothing to estimate from")
     opts = {} if a.tol is None else {"tol": a.tol}
@@ -322,7 +342,7 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
     f = add_command(sub, "fit", description="Estimate all one- and two-way marginals, select the dependency graph, build the junction tree and fit the release model (a graphical model fitted to the estimates, or with --release cliques the paper's clique joints); write the model (lopub-model JSON).  REPORTS: Bloom reports (Parquet file or dataset folder) or marginal-sampling reports (.npz of lopub collect).")
     f.add_argument("reports")
     f.add_argument("--phi", type=float, default=phi, help=f"dependency degree phi in (0, 1] (Eq. 26; default {phi})")
-    f.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help=f"marginal estimator (default {DEFAULT_METHOD})")
+    f.add_argument("--method", choices=METHODS, default=None, help=f"marginal estimator of Bloom reports (default {DEFAULT_METHOD})")
     f.add_argument("--release", choices=RELEASES, default=default(fit, "release"),
                    help="pgm (default): a graphical model fitted to all one- and two-way estimates; "
                         "cliques: the paper's release, each clique's joint estimated directly")
