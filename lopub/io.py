@@ -22,7 +22,7 @@ import re
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 try:
     import fcntl
