@@ -161,6 +161,9 @@ def cmd_encode(a: argparse.Namespace) -> None:
 def cmd_privacy(a: argparse.Namespace) -> None:
     if (a.f is None) == (a.epsilon is None):
         raise ValueError("give exactly one of --f or --epsilon")
+    if a.f is not None and not 0 < a.f < 1:
+        raise ValueError(f"--f ({a.f:g}) must be a flip probability in (0, 1)"
+                         + (" (the value typed is below the smallest float, 5e-324)" if a.f == 0 else ""))
     if a.f is not None:
         per_attr = privacy.epsilon_per_attribute(a.f, a.h)
         out: dict[str, Any] = {"f": a.f, "h": a.h, "d": a.d, "epsilon_per_attribute": per_attr,

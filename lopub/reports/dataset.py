@@ -19,7 +19,7 @@ import numpy as np
 from lopub._util import check_int
 from lopub.errors import ReportsFormatError, SpecError
 from lopub.reports.parquet import ROW_GROUP, open_reports, read_batches
-from lopub.reports.folder import (PartInfo, append_part, iter_parts, open_folder, rechunk, check_part_file, build_folder, copy_part, create_folder, next_part_name, spec_difference, unlisted_parts)
+from lopub.reports.folder import (PartInfo, append_part, iter_parts, open_folder, rechunk, check_part_file, build_folder, check_new_folder, copy_part, create_folder, next_part_name, spec_difference, unlisted_parts)
 from lopub.reports.bloom import Reports
 from lopub.reports.spec import CollectionSpec
 
@@ -282,6 +282,7 @@ def merge_datasets(out: str | os.PathLike, *sources: str | os.PathLike) -> Repor
     """
     if not sources:
         raise ValueError("merge_datasets needs at least one source dataset or reports file")
+    check_new_folder(Path(out))  # the output first: a merge that cannot be written reads nothing
     _refuse_repeated(sources)
     opened = [ReportsDataset.open(s) for s in sources]
     first = opened[0]

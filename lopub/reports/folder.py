@@ -264,7 +264,7 @@ def build_folder(folder: str | os.PathLike, spec: CollectionSpec,
     processes are removed by the next build of the same folder.
     """
     path = Path(folder)
-    _check_new_folder(path)
+    check_new_folder(path)
     remove_stale_stages(path)
     stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".new",
                                   dir=path.parent if str(path.parent) else "."))
@@ -272,7 +272,7 @@ def build_folder(folder: str | os.PathLike, spec: CollectionSpec,
         parts = fill(stage)
         write_manifest(stage, spec, parts)
         fsync_dir(stage)
-        _check_new_folder(path)
+        check_new_folder(path)
         os.rename(stage, path)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -281,7 +281,8 @@ def build_folder(folder: str | os.PathLike, spec: CollectionSpec,
     return parts
 
 
-def _check_new_folder(path: Path) -> None:
+def check_new_folder(path: Path) -> None:
+    """FileExistsError unless ``path`` is free for a new dataset folder whose parent exists."""
     name = os.fspath(path)
     if (path / MANIFEST).exists():
         raise FileExistsError(f"{name!r} is a reports dataset already; append to it "
