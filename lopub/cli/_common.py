@@ -98,11 +98,30 @@ def read_csv(path: str, na_values: Sequence[str] | None = None) -> pd.DataFrame:
     return _text_missing(df, na | {""}, strip=True)
 
 
+#: most columns a data file may have: each is an attribute of the domain, and a domain is
+#: planned, encoded and modelled attribute by attribute (a 10 MB header line is refused at once)
+MAX_COLUMNS = 10_000
+
+
+def _check_header_width(path: str) -> None:
+    """Refuse a CSV whose header row has more than :data:`MAX_COLUMNS` columns, reading only
+    that row (at most 64 MiB of it)."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as fh:
+        line = fh.readline(64 * 2**20)
+    width = len(next(csv.reader([line]), []))
+    if width > MAX_COLUMNS:
+        raise ValueError(f"CSV file {path!r} has {width:,} columns in its header row; lopub handles "
+                         f"at most {MAX_COLUMNS:,} attributes (select the columns you need first)")
+
+
 def _read_csv_rows(path: str) -> pd.DataFrame:
     """The CSV's header and rows, as text; a row longer than the header or a repeated
     column name is an error (pandas would shift the columns or rename ``a`` to ``a.1``)."""
     import pandas as pd
 
+    _check_header_width(path)
     raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, header=None,
                       skipinitialspace=True, encoding="utf-8")
     header = [str(c).strip() for c in raw.iloc[0]]

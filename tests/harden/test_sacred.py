@@ -302,3 +302,13 @@ def test_wrong_npz_kind_names_its_type_and_reader(more, tmp_path, capsys, argv, 
     argv = [x.format(ms=more["ms.npz"], o=more["o.npz"], w=tmp_path) for x in argv]
     code, err = run_cli(argv + ["--quiet"], capsys)
     one_line(code, err, *words)
+
+
+# 6. bounded work ---------------------------------------------------------------------------
+def test_schema_of_a_huge_header_row_is_refused_at_once(tmp_path, capsys):
+    wide = tmp_path / "wide.csv"
+    n = 20_001
+    wide.write_text(",".join(f"c{i}" for i in range(n)) + "\n" + ",".join("x" * n) + "\n")
+    code, err = run_cli(["schema", wide, "--out", tmp_path / "d.json"], capsys)
+    one_line(code, err, "wide.csv", "20,001 columns", "10,000")
+    assert not (tmp_path / "d.json").exists()
