@@ -7,12 +7,18 @@ whole command succeeded are the staged files renamed onto their targets; on
 any error the staging folders are removed and the existing outputs are
 untouched.  A staging folder left by a killed process
 (``.NAME.XXXX.stage``) is removed by the next staged write of ``NAME``.
+
+Inputs are sacred (:func:`guard_outputs`, called by every command before any
+work): an output that is one of the command's inputs (by inode) or lies
+inside an input folder is refused, and an output that is a symbolic link,
+device, pipe or socket is replaced only with ``--force``.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -42,8 +48,6 @@ def check_output_path(path: str | os.PathLike, option: str) -> Path:
 
 def _kind(st_mode: int) -> str:
     """The kind of a file that is neither a regular file nor a folder, in words."""
-    import stat
-
     for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
         if test(st_mode):
@@ -51,7 +55,7 @@ def _kind(st_mode: int) -> str:
     return "not a regular file"
 
 
-def _special(p: Path, *, folder_ok: bool) -> str | None:
+def _special(p: Path) -> str | None:
     """Why ``p`` must not be replaced without ``--force`` (a link, device, pipe...); None if it may."""
     if p.is_symlink():
         try:
@@ -63,12 +67,8 @@ def _special(p: Path, *, folder_ok: bool) -> str | None:
         st = p.stat()
     except FileNotFoundError:
         return None
-    import stat
-
-    if stat.S_ISREG(st.st_mode) or (folder_ok and stat.S_ISDIR(st.st_mode)):
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):  # a folder: check_output_path
         return None
-    if stat.S_ISDIR(st.st_mode):
-        return None  # reported by check_output_path
     return f"is {_kind(st.st_mode)}"
 
 
@@ -135,7 +135,7 @@ def guard_outputs(outputs: list[tuple[str, str]], inputs: list[tuple[str, str]],
                                  f"outside it")
             if folders and out.is_dir() and _inside(src, out) and not _same(out, src):
                 raise ValueError(f"{option} ({path!r}) is a folder that holds {what}; write elsewhere")
-        why = _special(out, folder_ok=folders)
+        why = _special(out)
         if why and not force:
             raise ValueError(f"{option} ({path!r}) {why}: lopub replaces only regular files; give "
                              f"another path, or --force to replace it with a regular file")
