@@ -41,7 +41,12 @@ def check_positive(name: str, value: float) -> float:
     """Check that ``value`` is a finite real number > 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} ({value!r}) must be a real number")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the floats, such as 10**400
+        digits = len(str(abs(int(value))))
+        raise ValueError(f"{name} (an integer of {digits} digits) must be a finite number > 0 "
+                         f"(it is beyond the largest float, about 1.8e308)") from None
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{name} ({value}) must be a finite number > 0")
     return value

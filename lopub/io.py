@@ -7,6 +7,11 @@ name survives a crash too (POSIX).  Every write holds an advisory lock on
 fails at once, naming it) and first removes the ``.NAME.XXXXXXXX.tmp`` files
 that killed writers left behind.  (JSON reading and writing of lopub's file formats lives
 in :mod:`lopub.formats`.)
+
+Reading: every lopub file carries a checksum, and a file without one (an older
+lopub's, or edited by hand) is refused by :func:`missing_checksum` unless the
+reads are marked unverified (:func:`unverified_reads`, the command line's
+``--no-verify``), when a warning says its integrity was not checked.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import glob
 import os
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -29,6 +35,38 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+_UNVERIFIED = [False]
+
+
+@contextlib.contextmanager
+def unverified_reads(allow: bool = True) -> Iterator[None]:
+    """Within the block, files without a checksum are read (with a warning) instead of refused."""
+    old = _UNVERIFIED[0]
+    _UNVERIFIED[0] = bool(allow)
+    try:
+        yield
+    finally:
+        _UNVERIFIED[0] = old
+
+
+def missing_checksum(where: str, what: str, error: Callable[[str], Exception] = ValueError) -> None:
+    """A ``what`` (``"model file"``) at ``where`` has no checksum: refused, or read with a warning.
+
+    Raises
+    ------
+    error
+        Unless inside :func:`unverified_reads` (``--no-verify``); the message
+        says how to read the file anyway.
+    """
+    if not _UNVERIFIED[0]:
+        raise error(f"{where}: this {what} carries no checksum, so damage or edits cannot be "
+                    f"detected (written by an older lopub, or edited by hand); if you trust it, "
+                    f"read it with --no-verify (Python: with lopub.io.unverified_reads(): ...)")
+    warnings.warn(f"{where}: this {what} has no checksum and is read WITHOUT any integrity check "
+                  f"(--no-verify); results from a damaged or edited file would be wrong",
+                  UserWarning, stacklevel=3)
 
 
 class OutputLockedError(OSError):

@@ -42,10 +42,24 @@ def add_command(sub: Any, name: str, **kwargs: Any) -> Any:
     return sub.add_parser(name, help=COMMANDS[name][1], **kwargs)
 
 
-def command_of(argv: list[str]) -> str | None:
-    """The subcommand named in ``argv``: its first word not starting with ``-``.
+#: top-level options that take a value (``--max-memory-mb 4000`` as well as ``--max-memory-mb=4000``)
+VALUE_OPTIONS = ("--max-memory-mb",)
 
-    The top-level options (``--version``, ``--quiet``, ``--verbose``,
-    ``--help``) take no value, so the first such word is the command.
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv``: its first word not starting with ``-`` that is not the
+    value of a top-level option (``lopub --max-memory-mb 4000 fit ...``).
+
+    The other top-level options (``--version``, ``--quiet``, ``--verbose``,
+    ``--force``, ``--no-verify``, ``--help``) take no value.
     """
-    return next((w for w in argv if not w.startswith("-")), None)
+    skip = False
+    for w in argv:
+        if skip:
+            skip = False
+        elif w in VALUE_OPTIONS or any(len(w) > 2 and o.startswith(w) and w.startswith("--m")
+                                       for o in VALUE_OPTIONS):
+            skip = True
+        elif not w.startswith("-"):
+            return w
+    return None

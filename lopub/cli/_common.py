@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
 from lopub.errors import BudgetError
-from lopub.io import output_lock
+from lopub.io import output_lock, unverified_reads
 from lopub.limits import memory_limit
-from lopub.cli._outputs import check_output_path
+from lopub.cli._outputs import check_output_path, guard_outputs, input_paths
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -98,11 +98,30 @@ def read_csv(path: str, na_values: Sequence[str] | None = None) -> pd.DataFrame:
     return _text_missing(df, na | {""}, strip=True)
 
 
+#: most columns a data file may have: each is an attribute of the domain, and a domain is
+#: planned, encoded and modelled attribute by attribute (a 10 MB header line is refused at once)
+MAX_COLUMNS = 10_000
+
+
+def _check_header_width(path: str) -> None:
+    """Refuse a CSV whose header row has more than :data:`MAX_COLUMNS` columns, reading only
+    that row (at most 64 MiB of it)."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as fh:
+        line = fh.readline(64 * 2**20)
+    width = len(next(csv.reader([line]), []))
+    if width > MAX_COLUMNS:
+        raise ValueError(f"CSV file {path!r} has {width:,} columns in its header row; lopub handles "
+                         f"at most {MAX_COLUMNS:,} attributes (select the columns you need first)")
+
+
 def _read_csv_rows(path: str) -> pd.DataFrame:
     """The CSV's header and rows, as text; a row longer than the header or a repeated
     column name is an error (pandas would shift the columns or rename ``a`` to ``a.1``)."""
     import pandas as pd
 
+    _check_header_width(path)
     raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, header=None,
                       skipinitialspace=True, encoding="utf-8")
     header = [str(c).strip() for c in raw.iloc[0]]
@@ -157,11 +176,36 @@ def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = 
         raise type(exc)(f"data file {path!r}: {exc}") from None
 
 
-def load_bloom_reports(path: str) -> Any:
+#: what reads each kind of ``.npz`` reports file
+NPZ_READERS = {"lopub-marginal-reports": ("marginal-sampling reports (lopub collect --protocol "
+                                          "auto|marginals|one-attribute)", "lopub fit"),
+               "lopub-oracle-reports": ("one-way oracle reports (lopub collect --protocol "
+                                        "grr|oue|olh|...)", "lopub estimate-freq")}
+
+
+def refuse_npz(path: str, command: str) -> None:
+    """A ``.npz`` reports file (zip magic) given to a command reading Bloom reports: ValueError
+    naming the file's kind and the command that reads it."""
+    from lopub.formats._io import npz_format
+
+    if not os.path.isfile(path):
+        return
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"PK":
+            return
+    kind = npz_format(path)
+    what, reader = NPZ_READERS.get(kind or "", (f"a zip archive (format {kind!r})", None))
+    hint = f"; read it with {reader}" if reader else ""
+    raise ValueError(f"reports file {path!r} holds {what}, not the Bloom reports (Parquet file or "
+                     f"dataset folder) lopub {command} reads{hint}")
+
+
+def load_bloom_reports(path: str, command: str = "estimate") -> Any:
     """A Bloom reports file to estimate from: at least one report (else a clear error now,
     not after the estimator's iterations)."""
     from lopub.reports.bloom import Reports
 
+    refuse_npz(path, command)
     reports = Reports.load(path)
     if reports.n == 0:
         raise ValueError(f"reports file {path!r} holds no reports (n = 0); nothing to estimate from")
@@ -204,6 +248,12 @@ def add_verbosity(p: argparse.ArgumentParser, *, top: bool = False,
     p.add_argument("--max-memory-mb", type=memory_mb, metavar="MB", **unset,
                    help="refuse sizes whose estimated memory exceeds MB MiB, before allocating "
                         "(default: the memory available)")
+    p.add_argument("--force", action="store_true", **unset,
+                   help="replace an output that is a symbolic link, device or pipe with a regular "
+                        "file (an output that is one of the inputs is refused even so)")
+    p.add_argument("--no-verify", action="store_true", **unset,
+                   help="read input files that carry no checksum (older or hand-edited files); "
+                        "their integrity is then NOT checked (a warning says so)")
 
 
 #: Largest memory size in MiB an option takes: 2^63 bytes, more than any machine has.
@@ -301,11 +351,28 @@ def _write_error(a: argparse.Namespace, exc: OSError) -> OSError:
                    f"size limit); the existing output is unchanged")
 
 
+def _all_outputs(a: argparse.Namespace) -> list[tuple[str, str]]:
+    """``(path, option)`` of every output the command names, folders included."""
+    return [(getattr(a, attr), opt if not (a.command == "merge-reports" and attr == "out") else "OUT")
+            for attr, opt in OUTPUT_OPTIONS.items() if getattr(a, attr, None)]
+
+
+def check_outputs(a: argparse.Namespace) -> None:
+    """Before any work: every output is a writable path, none is (or is inside) an input, and
+    none is a link, device or pipe unless ``--force``."""
+    for path, option in _outputs(a):
+        check_output_path(path, option)
+    outputs = _all_outputs(a)
+    if outputs:
+        inputs = input_paths(vars(a), set(OUTPUT_OPTIONS))
+        guard_outputs(outputs, inputs, force=getattr(a, "force", False),
+                      folders=a.command in FOLDER_OUT)
+
+
 def _call(a: argparse.Namespace) -> Exception | None:
     """Run the command; the error to report, if any.  A closed stdout is not one."""
     try:
-        for path, option in _outputs(a):  # before any work: a bad output path fails at once
-            check_output_path(path, option)
+        check_outputs(a)  # before any work: a bad output path fails at once
         with contextlib.ExitStack() as locks:
             for path in _locked_outputs(a):
                 locks.enter_context(output_lock(path))
@@ -317,6 +384,9 @@ def _call(a: argparse.Namespace) -> Exception | None:
         return _write_error(a, exc) if exc.errno in _WRITE_ERRNOS else exc
     except ERRORS as exc:
         return exc
+    except RecursionError:  # a nested input the readers' own limits did not catch
+        return ValueError("an input file is nested too deeply (JSON arrays or objects inside each "
+                          "other beyond the reader's limit); it is not a lopub file")
     except MemoryError as exc:  # an allocation the estimates before it did not foresee
         return MemoryError(f"out of memory ({' '.join(str(exc).split()) or 'MemoryError'}); "
                            f"use smaller sizes")
@@ -334,7 +404,8 @@ def run(a: argparse.Namespace) -> int:
         logger.debug("arguments %s", _arguments(a), extra=cmd)
         t0 = time.perf_counter()
         limit = getattr(a, "max_memory_mb", None)
-        with memory_limit(None if limit is None else int(limit * 2**20)):
+        with memory_limit(None if limit is None else int(limit * 2**20)), \
+                unverified_reads(getattr(a, "no_verify", False)):
             exc = _call(a)
         if exc is not None:
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

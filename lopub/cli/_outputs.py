@@ -7,19 +7,27 @@ whole command succeeded are the staged files renamed onto their targets; on
 any error the staging folders are removed and the existing outputs are
 untouched.  A staging folder left by a killed process
 (``.NAME.XXXX.stage``) is removed by the next staged write of ``NAME``.
+
+Inputs are sacred (:func:`guard_outputs`, called by every command before any
+work): an output that is one of the command's inputs (by inode) or lies
+inside an input folder is refused, and an output that is a symbolic link,
+device, pipe or socket is replaced only with ``--force``.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["staged_outputs", "check_output_path"]
+__all__ = ["staged_outputs", "check_output_path", "guard_outputs", "input_paths"]
 
 STAGE_SUFFIX = ".stage"
+#: argument names of the commands' positional inputs (the others are named as --options)
+POSITIONAL = {"csv", "reports", "model", "source", "inputs", "data", "files"}
 
 
 def check_output_path(path: str | os.PathLike, option: str) -> Path:
@@ -36,6 +44,101 @@ def check_output_path(path: str | os.PathLike, option: str) -> Path:
     if not os.access(parent, os.W_OK):
         raise PermissionError(f"{option} ({str(p)!r}): output folder {str(parent)!r} is not writable")
     return p
+
+
+def _kind(st_mode: int) -> str:
+    """The kind of a file that is neither a regular file nor a folder, in words."""
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(st_mode):
+            return name
+    return "not a regular file"
+
+
+def _special(p: Path) -> str | None:
+    """Why ``p`` must not be replaced without ``--force`` (a link, device, pipe...); None if it may."""
+    if p.is_symlink():
+        try:
+            to = os.readlink(p)
+        except OSError:  # pragma: no cover
+            to = "?"
+        return f"is a symbolic link (to {to!r})"
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):  # a folder: check_output_path
+        return None
+    return f"is {_kind(st.st_mode)}"
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (resolved) is ``folder`` or lies below it."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def input_paths(values: dict[str, object], skip: set[str]) -> list[tuple[str, str]]:
+    """``(path, name)`` of every argument value naming an existing file or folder (the inputs).
+
+    ``values`` maps argument names to parsed values (strings or lists of them);
+    the names in ``skip`` (the outputs) are left out.
+    """
+    found = []
+    for name, value in values.items():
+        if name in skip or name.startswith("_") or name in ("func", "command"):
+            continue
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for v in items:
+            if isinstance(v, (str, os.PathLike)) and str(v) and os.path.lexists(v):
+                found.append((os.fspath(v), name))
+    return found
+
+
+def guard_outputs(outputs: list[tuple[str, str]], inputs: list[tuple[str, str]], *,
+                  force: bool = False, folders: bool = False) -> None:
+    """Refuse outputs that would destroy an input or replace a file that is not a regular file.
+
+    An output that is one of the inputs (same file, by inode: hard links and
+    symbolic links included), lies inside an input folder (a reports dataset's
+    parts and manifest) or holds an input inside it (an output folder) is
+    refused, ``--force`` or not.  An output that exists but is a symbolic
+    link, a device, a named pipe or a socket is refused unless ``force``.
+    ``folders``: the outputs may be folders (dataset folders, the demo's).
+
+    Raises
+    ------
+    ValueError
+        Naming the option, the path and the input it would overwrite.
+    """
+    for path, option in outputs:
+        out = Path(path)
+        for ip, name in inputs:
+            src = Path(ip)
+            label = name.replace("_", "-")
+            what = f"the input {'' if label in POSITIONAL else '--'}{label} ({ip!r})"
+            if _same(out, src):
+                raise ValueError(f"{option} ({path!r}) is {what}: lopub never overwrites its inputs; "
+                                 f"write to another file")
+            if src.is_dir() and _inside(out, src):
+                raise ValueError(f"{option} ({path!r}) is inside {what}, a folder lopub reads; write "
+                                 f"outside it")
+            if folders and out.is_dir() and _inside(src, out) and not _same(out, src):
+                raise ValueError(f"{option} ({path!r}) is a folder that holds {what}; write elsewhere")
+        why = _special(out)
+        if why and not force:
+            raise ValueError(f"{option} ({path!r}) {why}: lopub replaces only regular files; give "
+                             f"another path, or --force to replace it with a regular file")
 
 
 def _clean_stale(target: Path) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lopub.reports import privacy
 from lopub.cli._commands import add_command
 from lopub.cli._common import (add_na_values, add_verbosity, dataset_from_file, default, emit, read_csv,
-                      seed_arg)
+                      refuse_npz, seed_arg)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lopub.data.domain import Domain
@@ -132,7 +132,6 @@ def _encode_target(a: argparse.Namespace) -> tuple[Any, Any]:
 
 def cmd_encode(a: argparse.Namespace) -> None:
     from lopub.client import encode
-    from lopub.reports.dataset import ReportsDataset
 
     if _planned_bloom(a):  # --epsilon alone: h and m from the planner (needs N, so read first)
         from lopub.collect import bloom_spec, plan
@@ -152,9 +151,7 @@ def cmd_encode(a: argparse.Namespace) -> None:
         warning(cast(str, privacy_statement(spec.epsilon)[1]).removeprefix("WARNING: "), command="encode")
     if target is not None:
         target.append(reports)
-    elif a.append:
-        ReportsDataset.create(a.out, spec).append(reports)
-    else:
+    else:  # a file, or a new dataset folder made whole (--append to a folder not there yet)
         reports.save(a.out)
     s = reports.summary()
     where = f"{a.out} (dataset, now {target.n} reports in {len(target.parts)} parts)" if target else a.out
@@ -164,6 +161,9 @@ def cmd_encode(a: argparse.Namespace) -> None:
 def cmd_privacy(a: argparse.Namespace) -> None:
     if (a.f is None) == (a.epsilon is None):
         raise ValueError("give exactly one of --f or --epsilon")
+    if a.f is not None and not 0 < a.f < 1:
+        raise ValueError(f"--f ({a.f:g}) must be a flip probability in (0, 1)"
+                         + (" (the value typed is below the smallest float, 5e-324)" if a.f == 0 else ""))
     if a.f is not None:
         per_attr = privacy.epsilon_per_attribute(a.f, a.h)
         out: dict[str, Any] = {"f": a.f, "h": a.h, "d": a.d, "epsilon_per_attribute": per_attr,
@@ -184,6 +184,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     from lopub.progress import warning
     from lopub.reports.dataset import ReportsDataset
 
+    refuse_npz(a.reports, "inspect-reports")
     ds = ReportsDataset.open(a.reports)
     if ds.is_folder:
         ds.verify()

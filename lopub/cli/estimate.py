@@ -14,7 +14,7 @@ from lopub.estimate.em import STOP_RULES
 from lopub.estimate.registry import defaults
 from lopub.cli._commands import add_command
 from lopub.cli._common import add_verbosity, default, emit, load_bloom_reports, memory_mb, progress, split_list
-from lopub.cli._scale import add_scale_options, reports_for, scale_options
+from lopub.cli._scale import add_scale_options, check_work_memory, reports_for, scale_options
 
 HYBRID = tuple(m for m in METHODS if m.startswith("hybrid"))
 
@@ -51,6 +51,7 @@ def cmd_estimate(a: argparse.Namespace) -> None:
     attrs = split_list(a.attrs)
     if not attrs:
         raise ValueError(f"--attrs ({a.attrs!r}) must name at least one attribute")
+    check_work_memory(a, a.reports, attrs)
     reports = reports_for(a, a.reports, load_bloom_reports)
     opts = {}
     if a.support is not None and a.method not in HYBRID:

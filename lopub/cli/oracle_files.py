@@ -132,8 +132,18 @@ def _estimate_oracles(meta: dict, arrays: dict, lip_method: str) -> list:
     return [None if np.all(np.isnan(r)) else r for r in raw]
 
 
-def estimate_file(path: str, method: str = "clip", lip_method: str = "bayes") -> dict:
+def _refuse_lip_method(path: str, lip_method: str | None, protocol: str) -> None:
+    if lip_method is not None and protocol not in ("rr-lip", "ue-lip"):
+        raise ValueError(f"--lip-method {lip_method} does not apply to {path!r}: it holds {protocol} "
+                         f"reports; it picks the estimator of rr-lip and ue-lip reports only")
+
+
+def estimate_file(path: str, method: str = "clip", lip_method: str | None = None) -> dict:
     """One-way marginals ``{attr: {label: freq}}`` from any reports file.
+
+    ``lip_method`` (``"bayes"``, the default, or ``"invert"``) applies to
+    ``rr-lip`` and ``ue-lip`` reports only; given for any other file it is
+    refused (ValueError naming the option and the file's protocol).
 
     An attribute that no user reported (possible with SMP/ALLOMFREE) maps
     to ``None`` instead of a distribution, with a ``UserWarning`` naming it.
@@ -143,6 +153,7 @@ def estimate_file(path: str, method: str = "clip", lip_method: str = "bayes") ->
         with open(path, "rb") as fh:
             is_npz = fh.read(2) == b"PK"
     if not is_npz:
+        _refuse_lip_method(path, lip_method, "bloom")
         from lopub.collect.compare import bloom_one_way
         from lopub.cli._common import load_bloom_reports
 
@@ -152,8 +163,9 @@ def estimate_file(path: str, method: str = "clip", lip_method: str = "bayes") ->
                                                    for x in reports.spec.domain.attrs]
     else:
         meta, arrays = load_reports(path)
+        _refuse_lip_method(path, lip_method, meta["protocol"])
         attrs, labels = meta["attrs"], meta["labels"]
-        raw = _estimate_oracles(meta, arrays, lip_method)
+        raw = _estimate_oracles(meta, arrays, lip_method or "bayes")
     return {a: None if r is None else dict(zip(lab, postprocess(r, method).freq.tolist()))
             for a, lab, r in zip(attrs, labels, raw)}
 

@@ -7,17 +7,18 @@ bytes.  Reading: any damage (truncated, not a zip, a bit flip, edited
 metadata) and any array that does not fit its metadata (row counts against
 ``n`` and the sampled attributes, shapes against the domain sizes, values
 outside the protocol's report range) is a ``ValueError`` naming the file
-and what failed.  Files of versions 1 and 2 (no checksum) are checked for
+and what failed.  Files of versions 1 and 2 (no checksum) are refused unless
+read with ``--no-verify`` (:func:`lopub.io.unverified_reads`), then checked for
 consistency only.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
 
-from lopub.io import atomic_path
+from lopub.formats._io import npz_checksum, npz_meta_text, parse_json
+from lopub.io import atomic_path, missing_checksum
 
 __all__ = ["REPORT_KINDS", "checksum", "load_npz", "save_npz"]
 
@@ -31,13 +32,7 @@ _META_KEYS = {"protocol": str, "solution": str, "attrs": list, "sizes": list, "l
 
 def checksum(meta: dict, arrays: dict) -> str:
     """SHA-256 (hex) of ``meta`` without its ``checksum`` and of every array."""
-    h = hashlib.sha256(json.dumps({k: v for k, v in meta.items() if k != "checksum"},
-                                  sort_keys=True).encode())
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
+    return npz_checksum(meta, arrays)
 
 
 def save_npz(path: str, meta: dict, arrays: dict) -> None:
@@ -53,7 +48,7 @@ def _read(path: str) -> tuple[dict, dict]:
         with np.load(path, allow_pickle=False) as z:
             if "meta" not in z.files:
                 raise ValueError("it has no 'meta' entry")
-            meta = json.loads(str(z["meta"]))
+            meta = parse_json(npz_meta_text(z["meta"]), ValueError, "its 'meta' entry")
             arrays = {k: z[k] for k in z.files if k != "meta"}
     except FileNotFoundError:
         raise FileNotFoundError(f"reports file {path!r} does not exist") from None
@@ -121,6 +116,10 @@ def load_npz(path: str, formats: tuple[str, tuple]) -> tuple[dict, dict]:
     """Read and check an oracle reports file; ``formats`` is ``(format name, readable versions)``."""
     name, readable = formats
     meta, arrays = _read(path)
+    if meta.get("format") == "lopub-marginal-reports":
+        raise ValueError(f"{path!r} holds marginal-sampling reports (lopub collect --protocol "
+                         f"auto|marginals|one-attribute), not one-way oracle reports; read them with "
+                         f"lopub fit")
     if meta.get("format") != name or meta.get("version") not in readable:
         raise ValueError(f"{path!r} is not a {name} file of version {readable}")
     stored = meta.get("checksum")
@@ -130,6 +129,8 @@ def load_npz(path: str, formats: tuple[str, tuple]) -> tuple[dict, dict]:
     if stored is None and meta["version"] >= 3:
         raise ValueError(f"reports file {path!r} has no checksum (version {meta['version']} "
                          f"files must have one)")
+    if stored is None:  # versions 1 and 2: refused unless --no-verify
+        missing_checksum(f"reports file {path!r}", f"version {meta['version']} oracle reports file")
     _check_meta(path, meta)
     rows = _rows_per_attribute(path, meta, arrays)
     kind = REPORT_KINDS.get(meta["protocol"])

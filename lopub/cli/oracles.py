@@ -51,6 +51,10 @@ def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
     missing = [x for x in attrs if x not in priors]
     if missing:
         raise ValueError(f"--prior has no prior for attributes {missing}")
+    unknown = [str(x) for x in priors if x not in attrs]
+    if unknown:
+        raise ValueError(f"--prior {a.prior!r} names attributes {unknown} that are not in the domain "
+                         f"(its attributes: {attrs}); a typo would leave the real one without prior")
     _check_prior_sizes([priors[x] for x in attrs], attrs, list(data.domain.sizes), "--prior")
     eps = _lip_eps(a.epsilon, len(attrs))
     mechs = []
@@ -237,14 +241,14 @@ def _register_collect(subparsers: Any) -> None:
 
 
 def _register_estimate_freq(subparsers: Any) -> None:
-    post, lip = default(estimate_file, "method"), default(estimate_file, "lip_method")
+    post = default(estimate_file, "method")
     e = add_command(subparsers, "estimate-freq", description="Estimate every attribute's frequencies from an oracle reports file "
         "(.npz from `collect`) or a Bloom reports file (EM).")
     e.add_argument("reports", help="reports file")
     e.add_argument("--postprocess", choices=METHODS, default=post,
                    help=f"turn raw estimates into distributions (default {post})")
-    e.add_argument("--lip-method", choices=("bayes", "invert"), default=lip,
-                   help="LIP estimator: posterior mean (assumes data follow the prior) or inversion")
+    e.add_argument("--lip-method", choices=("bayes", "invert"), default=None,
+                   help="rr-lip and ue-lip reports only: posterior mean (bayes, the default; assumes data follow the prior) or inversion")
     e.add_argument("--json", action="store_true")
     add_verbosity(e)
     e.set_defaults(func=cmd_estimate)

@@ -20,16 +20,17 @@ from lopub.pipeline.demo import DEFAULT_EPSILON
 from lopub.dependency.junction import HEURISTICS
 from lopub.estimate import METHODS
 from lopub.publish.evaluate import evaluate_release
+from lopub.formats._io import npz_format
 from lopub.io import atomic_write_text
 from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
                         default_clique_budget, dependency, fit, model_structure_options)
 from lopub.pipeline.options import FitOptions
 from lopub.progress import note
 from lopub.cli._commands import add_command
-from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
+from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress, refuse_npz,
                       read_csv, seed_arg, split_list)
 from lopub.cli._outputs import check_output_path, staged_outputs
-from lopub.cli._scale import add_scale_options, reports_for, scale_options
+from lopub.cli._scale import add_scale_options, check_work_memory, reports_for, scale_options
 
 __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
 FIT_DEFAULTS = FitOptions()  # every default of lopub fit / graph, from one place
@@ -82,35 +83,45 @@ def load_any_reports(path: str):
         with open(path, "rb") as fh:
             zipped = fh.read(2) == b"PK"
         if zipped:
-            try:
-                marginal = _is_marginal(path)
-            except Exception as exc:  # a damaged archive: whatever zipfile/numpy/json raise
-                raise ValueError(f"reports file {path!r} is damaged or not a reports file "
-                                 f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
-            meta = MarginalReports.read_meta(path) if marginal else None
-            if meta is None:
+            kind = npz_format(path)
+            if kind == "lopub-oracle-reports":
                 raise ValueError(f"reports file {path!r} holds one-way oracle reports (lopub collect "
-                                 f"--protocol grr|oue|...); lopub fit needs Bloom reports or marginal-"
-                                 f"sampling reports (lopub collect --protocol auto|marginals|one-attribute)")
+                                 f"--protocol grr|oue|...), read by lopub estimate-freq; lopub fit "
+                                 f"needs Bloom reports or marginal-sampling reports (lopub collect "
+                                 f"--protocol auto|marginals|one-attribute)")
+            if kind != "lopub-marginal-reports":
+                raise ValueError(f"reports file {path!r} is a zip archive but not lopub reports (its "
+                                 f"metadata names format {kind!r}); expected Bloom reports (Parquet "
+                                 f"or a dataset folder) or marginal-sampling reports (.npz)")
             return MarginalReports.load(path)
     return Reports.load(path)
 
 
-def _is_marginal(path: str) -> bool:
-    import numpy as np
+def _refuse_estimator_options(a: argparse.Namespace, reports, method_given: bool) -> None:
+    """Marginal-sampling reports are measured by their oracles: the Bloom estimator's options
+    do not apply to them and are refused, naming the option and the file type."""
+    from lopub.collect import MarginalReports
 
-    with np.load(path, allow_pickle=False) as z:
-        if "meta" not in z.files:
-            return False
-        meta = json.loads(bytes(z["meta"]).decode("utf-8"))
-    return isinstance(meta, dict) and meta.get("format") == "lopub-marginal-reports"
+    if not isinstance(reports, MarginalReports):
+        return
+    given = [o for o, on in (("--method", method_given), ("--scheduler", a.scheduler is not None),
+                             ("--tol", a.tol is not None), ("--jobs", a.jobs is not None),
+                             ("--memory-budget-mb", a.memory_budget_mb is not None)) if on]
+    if given:
+        raise ValueError(f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {a.reports!r}: it holds marginal-"
+                         f"sampling reports (.npz), measured by their frequency oracles; these "
+                         f"options set the estimator of Bloom reports (Parquet or dataset folder)")
 
 
 def cmd_fit(a: argparse.Namespace) -> None:
     outputs = [(a.out, "--out")] + ([(a.plot, "--plot")] if a.plot else [])
     for path, option in outputs:  # fail before the (long) fit, not after it
         check_output_path(path, option)
+    check_work_memory(a, a.reports)
+    method_given = a.method is not None
+    a.method = a.method or DEFAULT_METHOD
     reports = reports_for(a, a.reports, load_any_reports)
+    _refuse_estimator_options(a, reports, method_given)
     if getattr(reports, "n", 1) == 0:
         raise ValueError(f"reports file {a.reports!r} holds no reports (n = 0); nothing to estimate from")
     opts = {} if a.tol is None else {"tol": a.tol}
@@ -205,6 +216,8 @@ def source_kind(path: str) -> str:
         return "reports"
     if head.startswith(b"\x1f\x8b") or head.lstrip().startswith(b"{"):
         return "model"
+    if head.startswith(b"PK"):
+        refuse_npz(path, "graph")
     raise ValueError(f"{path!r} is neither a lopub model (JSON, optionally gzip) nor a reports file "
                      f"(Parquet, starting with PAR1); it starts with {head[:8]!r}")
 
@@ -232,7 +245,7 @@ def _graph_of_reports(a: argparse.Namespace):
     from lopub.dependency import MarginalCache
     from lopub.pipeline.steps import collection_parameters, make_estimator
     shown = progress(a)
-    reports = load_bloom_reports(a.source)
+    reports = load_bloom_reports(a.source, "graph")
     cache = MarginalCache(make_estimator(reports, a.method, progress=shown))
     phi = FIT_DEFAULTS.phi if a.phi is None else a.phi
     structure = "phi" if (a.prune or a.structure == "auto" and a.phi is not None) else a.structure
@@ -332,7 +345,7 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
     f = add_command(sub, "fit", description="Estimate all one- and two-way marginals, select the dependency graph, build the junction tree and fit the release model (a graphical model fitted to the estimates, or with --release cliques the paper's clique joints); write the model (lopub-model JSON).  REPORTS: Bloom reports (Parquet file or dataset folder) or marginal-sampling reports (.npz of lopub collect).")
     f.add_argument("reports")
     f.add_argument("--phi", type=float, default=phi, help=f"dependency degree phi in (0, 1] (Eq. 26; default {phi})")
-    f.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help=f"marginal estimator (default {DEFAULT_METHOD})")
+    f.add_argument("--method", choices=METHODS, default=None, help=f"marginal estimator of Bloom reports (default {DEFAULT_METHOD})")
     f.add_argument("--release", choices=RELEASES, default=FIT_DEFAULTS.release,
                    help="pgm (default): a graphical model fitted to all one- and two-way estimates; "
                         "cliques: the paper's release, each clique's joint estimated directly")

@@ -31,7 +31,10 @@ def cmd_export(a: argparse.Namespace) -> None:
     from lopub.publish.export import export_model
     from lopub.model.graphical import Model
 
-    export_model(Model.load(a.model), a.out, a.format, kind=a.kind)
+    if a.kind is not None and a.format != "pgmpy":
+        raise ValueError(f"--kind {a.kind} does not apply to --format {a.format}: the UAI MARKOV "
+                         f"file has one kind only (--kind picks the pickled pgmpy object)")
+    export_model(Model.load(a.model), a.out, a.format, kind=a.kind or "markov")
     emit({"export": a.out, "format": a.format}, a.json, f"written {a.out} ({a.format})")
 
 
@@ -63,7 +66,7 @@ def _register_export(sub: argparse._SubParsersAction) -> None:
                     "(needs `pip install lopub[pgmpy]`).")
     e.add_argument("model", help="model file (lopub fit)")
     e.add_argument("--format", required=True, choices=FORMATS, help="uai or pgmpy")
-    e.add_argument("--kind", default="markov", choices=("markov", "junction"),
+    e.add_argument("--kind", default=None, choices=("markov", "junction"),
                    help="pgmpy object: Markov network or junction tree (default markov)")
     e.add_argument("--out", required=True, help="output file")
     e.add_argument("--json", action="store_true", help="print the result as JSON")

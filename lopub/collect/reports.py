@@ -1,13 +1,18 @@
 """Marginal-sampling reports and their file format.
 
-File format (``lopub-marginal-reports``, version 1): one NumPy ``.npz``
+File format (``lopub-marginal-reports``, version 2): one NumPy ``.npz``
 archive (``numpy.savez_compressed``, loaded with ``allow_pickle=False``),
 written atomically (temporary file, fsync, rename), with entries
 
 ``meta``
     UTF-8 JSON as a uint8 array: ``{"format": "lopub-marginal-reports",
-    "version": 1, "plan": <MarginalPlan JSON>, "plan_id": ..., "n": N,
-    "group_sizes": [n_0, ...], "report_kinds": ["grr", ...]}``.
+    "version": 2, "plan": <MarginalPlan JSON>, "plan_id": ..., "n": N,
+    "group_sizes": [n_0, ...], "report_kinds": ["grr", ...], "checksum": ...}``;
+    ``checksum`` is :func:`lopub.formats._io.npz_checksum` of the metadata
+    and of every other entry, verified on reading (any damage, or a value
+    edited, is a :class:`~lopub.errors.ReportsFormatError` naming the file).
+    Version 1 files have no checksum: refused unless read with ``--no-verify``
+    (:func:`lopub.io.unverified_reads`).
 ``subset``
     int32 ``(N,)``: the subset id of every user, users ordered by subset.
 ``group_<i>``
@@ -26,10 +31,12 @@ import numpy as np
 
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.errors import ReportsFormatError
-from lopub.io import atomic_write
+from lopub.formats._io import npz_checksum, parse_json
+from lopub.io import atomic_write, missing_checksum
 
 REPORTS_FORMAT = "lopub-marginal-reports"
-REPORTS_VERSION = 1
+REPORTS_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,7 @@ class MarginalReports:
                 "plan_id": self.plan_id, "n": self.n,
                 "group_sizes": self.group_sizes().tolist(), "report_kinds": list(self.plan.oracles)}
         arrays = {f"group_{i}": g for i, g in enumerate(self.groups)}
+        meta["checksum"] = npz_checksum(meta, {**arrays, "subset": self.subset})
         blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
 
         def write(tmp) -> None:
@@ -122,24 +130,15 @@ class MarginalReports:
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, plan: MarginalPlan | None = None) -> "MarginalReports":
-        """Read a reports file; with ``plan``, refuse reports of another plan."""
+        """Read a reports file, verifying its checksum; with ``plan``, refuse reports of another plan."""
+        meta, arrays = _read_npz(path)
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                meta = json.loads(bytes(npz["meta"]).decode("utf-8"))
-                if meta.get("format") != REPORTS_FORMAT:
-                    raise ReportsFormatError(f"{str(path)!r}: format {meta.get('format')!r} is not "
-                                             f"{REPORTS_FORMAT!r}")
-                if meta.get("version") != REPORTS_VERSION:
-                    raise ReportsFormatError(f"{str(path)!r}: version {meta.get('version')!r} is not "
-                                             f"supported (expected {REPORTS_VERSION})")
-                stored = MarginalPlan.from_dict(meta["plan"])
-                groups = tuple(npz[f"group_{i}"] for i in range(stored.n_subsets))
-                subset = npz["subset"]
-        except (KeyError, ValueError, OSError, EOFError) as exc:
-            if isinstance(exc, (ReportsFormatError, PlanError, FileNotFoundError)):
-                raise
+            stored = MarginalPlan.from_dict(meta["plan"])
+            groups = tuple(arrays[f"group_{i}"] for i in range(stored.n_subsets))
+            subset = arrays["subset"]
+        except KeyError as exc:
             raise ReportsFormatError(f"{str(path)!r} is not a readable marginal-reports file: "
-                                     f"{exc}") from None
+                                     f"it has no {exc}") from None
         if meta.get("plan_id") != stored.plan_id:
             raise PlanError(f"{str(path)!r}: plan_id {meta.get('plan_id')!r} does not match its plan "
                             f"(hash {stored.plan_id!r})")
@@ -151,5 +150,43 @@ class MarginalReports:
     @staticmethod
     def read_meta(path: str | os.PathLike) -> dict[str, Any]:
         """The JSON metadata of a reports file (plan, sizes) without loading the reports."""
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                return parse_json(bytes(npz["meta"]).decode("utf-8"), ReportsFormatError,
+                                  f"{str(path)!r} metadata")
+        except (ReportsFormatError, FileNotFoundError):
+            raise
+        except Exception as exc:  # zipfile, zlib, numpy: whatever a damaged archive raises
+            raise ReportsFormatError(f"{str(path)!r} is damaged or not a marginal-reports file "
+                                     f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
+
+
+def _read_npz(path: str | os.PathLike) -> tuple[dict, dict]:
+    """``(meta, arrays)`` of a marginal-reports file, format, version and checksum checked."""
+    name = repr(str(path))
+    try:
         with np.load(path, allow_pickle=False) as npz:
-            return json.loads(bytes(npz["meta"]).decode("utf-8"))
+            meta = parse_json(bytes(npz["meta"]).decode("utf-8"), ReportsFormatError,
+                              f"{name} metadata")
+            arrays = {k: npz[k] for k in npz.files if k != "meta"}
+    except (ReportsFormatError, FileNotFoundError, IsADirectoryError):
+        raise
+    except Exception as exc:  # zipfile, zlib, numpy, UTF-8: whatever a damaged archive raises
+        raise ReportsFormatError(f"{name} is damaged or not a readable marginal-reports file "
+                                 f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
+    if not isinstance(meta, dict) or meta.get("format") != REPORTS_FORMAT:
+        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise ReportsFormatError(f"{name}: format {got!r} is not {REPORTS_FORMAT!r}")
+    if meta.get("version") not in READABLE_VERSIONS:
+        raise ReportsFormatError(f"{name}: version {meta.get('version')!r} is not supported "
+                                 f"(expected {REPORTS_VERSION})")
+    stored = meta.get("checksum")
+    if stored is None:
+        if meta["version"] >= 2:
+            raise ReportsFormatError(f"{name} has no checksum (version {meta['version']} files "
+                                     f"must have one): edited or damaged")
+        missing_checksum(name, "marginal-reports file (version 1)", ReportsFormatError)
+    elif stored != npz_checksum(meta, arrays):
+        raise ReportsFormatError(f"{name} fails its checksum: its reports or metadata changed "
+                                 f"after it was written (damaged or edited)")
+    return meta, arrays

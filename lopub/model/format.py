@@ -35,6 +35,7 @@ from lopub.data.domain import Domain
 from lopub.data.marginal import Marginal, _jsonable, probability_table
 from lopub.formats import MODEL_FORMAT, MODEL_VERSION
 from lopub.formats._io import read_json_file, write_compact_json
+from lopub.io import missing_checksum
 from lopub.data.domain import domain_from_dict, domain_to_dict
 from lopub.dependency.tree_format import tree_to_dict
 
@@ -132,6 +133,8 @@ def load_model(build: Callable[..., Any], path: str | os.PathLike) -> Any:
     if not os.path.exists(name):
         raise FileNotFoundError(f"model file {name!r} does not exist")
     obj = read_json_file(name, ModelFormatError, "lopub model file")
+    if isinstance(obj, dict) and "checksum" not in obj:  # refused unless --no-verify
+        missing_checksum(name, "model file", ModelFormatError)
     return model_from_dict(build, obj, source=name)
 
 

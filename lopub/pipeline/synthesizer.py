@@ -318,6 +318,10 @@ class Synthesizer:
             return data
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
+        twice = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
+        if twice:
+            raise ValueError(f"data has the columns {twice} more than once; column names must be "
+                             f"unique (each is one attribute)")
         domain = self.domain
         if domain is None:
             domain = _declared_order(infer_domain(data, bins=self.bins), data)

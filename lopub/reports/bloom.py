@@ -24,7 +24,7 @@ from lopub._util import check_int
 from lopub.errors import ReportsFormatError, SpecError
 from lopub.formats import REPORTS_FORMAT, REPORTS_VERSION  # noqa: F401  (re-exported)
 from lopub.reports.parquet import ROW_GROUP, open_reports, read_batches, write_reports
-from lopub.reports.folder import append_part, create_folder, is_dataset_path, read_folder
+from lopub.reports.folder import PART, build_folder, is_dataset_path, publish_part, read_folder
 from lopub.reports.spec import CollectionSpec
 
 
@@ -119,9 +119,9 @@ class Reports:
         created there (the folder must not exist yet).  Otherwise one Parquet
         file is written (see :mod:`lopub.reports.parquet`).
         """
-        if is_dataset_path(path):
-            create_folder(path, self.spec)
-            append_part(path, self.spec, self)
+        if is_dataset_path(path):  # the folder appears whole, with its part and manifest
+            build_folder(path, self.spec, lambda stage: (publish_part(
+                stage, PART.format(0), self.n, lambda tmp: write_reports(self, tmp)),))
         else:
             write_reports(self, path)
 

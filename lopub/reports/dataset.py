@@ -11,7 +11,6 @@ either), or load everything (:meth:`~ReportsDataset.load`).
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -20,7 +19,7 @@ import numpy as np
 from lopub._util import check_int
 from lopub.errors import ReportsFormatError, SpecError
 from lopub.reports.parquet import ROW_GROUP, open_reports, read_batches
-from lopub.reports.folder import (PartInfo, append_part, iter_parts, open_folder, rechunk, check_part_file, copy_part, create_folder, next_part_name, spec_difference, unlisted_parts, write_manifest)
+from lopub.reports.folder import (PartInfo, append_part, iter_parts, open_folder, rechunk, check_part_file, build_folder, check_new_folder, copy_part, create_folder, next_part_name, spec_difference, unlisted_parts)
 from lopub.reports.bloom import Reports
 from lopub.reports.spec import CollectionSpec
 
@@ -283,6 +282,8 @@ def merge_datasets(out: str | os.PathLike, *sources: str | os.PathLike) -> Repor
     """
     if not sources:
         raise ValueError("merge_datasets needs at least one source dataset or reports file")
+    check_new_folder(Path(out))  # the output first: a merge that cannot be written reads nothing
+    _refuse_repeated(sources)
     opened = [ReportsDataset.open(s) for s in sources]
     first = opened[0]
     for src, ds in zip(sources[1:], opened[1:]):
@@ -290,14 +291,24 @@ def merge_datasets(out: str | os.PathLike, *sources: str | os.PathLike) -> Repor
         if diff:
             raise SpecError(f"cannot merge: {os.fspath(src)!r} was collected under a different spec "
                             f"than {os.fspath(sources[0])!r}; {diff}")
-    merged = ReportsDataset.create(out, first.spec)
-    try:
-        merged.parts = _copy_parts(opened, merged.path)
-    except BaseException:
-        shutil.rmtree(merged.path, ignore_errors=True)  # the folder is ours: create() made it
-        raise
-    write_manifest(merged.path, first.spec, merged.parts)
-    return merged
+    # all or nothing: parts and manifest are built in a hidden folder renamed to ``out`` at the end
+    parts = build_folder(out, first.spec, lambda stage: _copy_parts(opened, stage))
+    return ReportsDataset(Path(out), first.spec, parts, folder=True)
+
+
+def _refuse_repeated(sources: tuple) -> None:
+    """The same file or folder given twice would count its users twice: refused."""
+    seen: list[str] = []
+    for src in sources:
+        for prev in seen:
+            try:
+                same = os.path.samefile(prev, src)
+            except OSError:
+                same = False
+            if same:
+                raise ValueError(f"cannot merge: {os.fspath(src)!r} is given twice (as "
+                                 f"{prev!r}); merging it twice would count its reports twice")
+        seen.append(os.fspath(src))
 
 
 def _copy_parts(sources: list[ReportsDataset], folder: Path) -> tuple[PartInfo, ...]:

@@ -27,14 +27,16 @@ Errors are :class:`~lopub.errors.ReportsFormatError` naming the folder.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -50,7 +52,7 @@ MANIFEST = "_lopub_dataset.json"
 LOCK = ".lopub_dataset.lock"
 PART = "part-{:05d}.parquet"
 _PART_RE = re.compile(r"^part-(\d{5,})\.parquet$")
-_BLOCK = 1 << 20
+_BLOCK = 1 << 16  # bytes hashed at a time (readers stream parts in bounded memory)
 
 
 @dataclass(frozen=True)
@@ -82,9 +84,14 @@ def is_dataset_path(path: str | os.PathLike) -> bool:
 def sha256_file(path: str | os.PathLike) -> str:
     """Hex SHA-256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_BLOCK), b""):
-            h.update(block)
+    buf = bytearray(_BLOCK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while True:
+            got = fh.readinto(buf)
+            if not got:
+                break
+            h.update(view[:got])
     return h.hexdigest()
 
 
@@ -193,40 +200,110 @@ def copy_part(src: str | os.PathLike, folder: str | os.PathLike, name: str, n: i
 
 @contextlib.contextmanager
 def locked(folder: str | os.PathLike) -> Iterator[None]:
-    """Hold the dataset's lock file (exclusive ``flock``; no locking where fcntl is missing)."""
+    """Hold the dataset's lock file (exclusive ``flock``, waiting for other appenders).
+
+    The lock file holds the holder's PID and is removed on release; one left by
+    a killed process holds no lock (the system releases ``flock`` locks of dead
+    processes) and is taken over and removed by the next appender.  No locking
+    where fcntl is missing.
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    fd = os.open(Path(folder, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
-    try:
+    path = Path(folder, LOCK)
+    while True:  # lock the file still in place: a releasing holder unlinks it
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
         yield
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
         os.close(fd)  # releases the lock
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def remove_stale_stages(folder: Path) -> list[Path]:
+    """Remove the staging folders ``.NAME.PID.XXXX.new`` of ``folder`` whose process is dead."""
+    removed = []
+    for stage in folder.parent.glob(f".{glob.escape(folder.name)}.*.new"):
+        m = re.fullmatch(rf"\.{re.escape(folder.name)}\.(\d+)\.[a-z0-9_]+\.new", stage.name)
+        if m and stage.is_dir() and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+    return removed
+
+
+def build_folder(folder: str | os.PathLike, spec: CollectionSpec,
+                 fill: Callable[[Path], tuple[PartInfo, ...]]) -> tuple[PartInfo, ...]:
+    """Make the new dataset ``folder`` all at once: parts, then manifest, then the folder's name.
+
+    ``fill(stage)`` writes the parts into a hidden staging folder beside
+    ``folder`` (``.NAME.PID.XXXX.new``) and returns them; the manifest is
+    written last, and the staging folder is renamed to ``folder`` (atomic).
+    A failure or a kill leaves no ``folder``; the staging folders of dead
+    processes are removed by the next build of the same folder.
+    """
+    path = Path(folder)
+    check_new_folder(path)
+    remove_stale_stages(path)
+    stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".new",
+                                  dir=path.parent if str(path.parent) else "."))
+    try:
+        parts = fill(stage)
+        write_manifest(stage, spec, parts)
+        fsync_dir(stage)
+        check_new_folder(path)
+        os.rename(stage, path)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    fsync_dir(path.parent)
+    return parts
+
+
+def check_new_folder(path: Path) -> None:
+    """FileExistsError unless ``path`` is free for a new dataset folder whose parent exists."""
+    name = os.fspath(path)
+    if (path / MANIFEST).exists():
+        raise FileExistsError(f"{name!r} is a reports dataset already; append to it "
+                              f"(lopub encode --append, ReportsDataset.open(...).append) or choose "
+                              f"a new folder name")
+    if path.exists() or path.is_symlink():
+        kind = "folder" if path.is_dir() else "file"
+        raise FileExistsError(f"{name!r} is an existing {kind}, not a reports dataset; give a new "
+                              f"folder name (lopub creates the folder)")
+    if not path.parent.exists():
+        raise FileNotFoundError(f"output folder {os.fspath(path.parent)!r} does not exist")
 
 
 def create_folder(folder: str | os.PathLike, spec: CollectionSpec) -> None:
     """Create ``folder`` (its parent must exist) as an empty dataset; it must not exist yet.
 
     An existing folder is refused even when empty, so that lopub never
-    writes parts into a folder it did not make.
+    writes parts into a folder it did not make.  The folder appears with its
+    manifest (built beside it and renamed).
     """
-    path, name = Path(folder), os.fspath(folder)
-    if (path / MANIFEST).exists():
-        raise FileExistsError(f"{name!r} is a reports dataset already; append to it "
-                              f"(lopub encode --append, ReportsDataset.open(...).append) or choose "
-                              f"a new folder name")
-    if path.exists():
-        kind = "folder" if path.is_dir() else "file"
-        raise FileExistsError(f"{name!r} is an existing {kind}, not a reports dataset; give a new "
-                              f"folder name (lopub creates the folder)")
-    if not path.parent.exists():
-        raise FileNotFoundError(f"output folder {os.fspath(path.parent)!r} does not exist")
-    path.mkdir()
-    write_manifest(path, spec, ())
-    fsync_dir(path.parent)
+    build_folder(folder, spec, lambda stage: ())
 
 
 def spec_difference(a: CollectionSpec, b: CollectionSpec, names: tuple[str, str] = ("a", "b")) -> str:
@@ -290,7 +367,7 @@ def iter_parts(paths: Iterable[tuple[PartInfo, Path]], spec: CollectionSpec, chu
     """Packed reports part after part, as Parquet hands them out (checked against the manifest)."""
     for part, path in paths:
         if folder is not None:
-            check_part_file(folder, part)
+            check_part_file(folder, part, checksum=True)
         pf, _, n = open_reports(path, spec)
         if n != part.n:
             raise ReportsFormatError(f"{os.fspath(path)}: holds {n} reports, the manifest says {part.n}")

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lopub.errors import ReportsFormatError
-from lopub.io import atomic_write
+from lopub.io import atomic_write, missing_checksum
 from lopub.reports.spec import CollectionSpec
 from lopub.formats import REPORTS_FORMAT, REPORTS_VERSION
 from lopub.formats._io import dump_json
@@ -146,6 +146,8 @@ def read_batches(pf: pq.ParquetFile, spec: CollectionSpec, path: str | os.PathLi
     name = os.fspath(path)
     meta = _metadata(pf)
     stored = meta.get("lopub.sha256")
+    if stored is None:  # refused unless --no-verify
+        missing_checksum(name, "reports file", ReportsFormatError)
     h = _checksum_start(meta) if stored is not None else None
     pos = 0
     batches = pf.iter_batches(batch_size=batch_size, columns=["report"])

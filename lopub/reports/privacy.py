@@ -22,7 +22,7 @@ def epsilon_per_attribute(f: float, h: int) -> float:
     """eps of one attribute's randomized Bloom filter: 2 h ln((2 - f)/f) (Eq. 8)."""
     f = check_open_unit("f", f)
     h = check_int("h", h, 1)
-    return 2.0 * h * math.log((2.0 - f) / f)
+    return 2.0 * h * (math.log(2.0 - f) - math.log(f))  # not log((2-f)/f): overflows for tiny f
 
 
 def epsilon_per_record(f: float, h: int | Sequence[int], d: int | None = None) -> float:

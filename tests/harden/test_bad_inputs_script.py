@@ -8,7 +8,7 @@ import pytest
 
 from lopub.cli._commands import COMMANDS
 from pipelines.bad_inputs import classify, run_in_process, _prepare
-from pipelines.bad_inputs_cases import build_cases, make_fixtures
+from pipelines.bad_inputs import build_cases, make_fixtures
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from lopub.io import unverified_reads
+
 from lopub.model.format import ModelFormatError
 from lopub.model.graphical import Model
 
@@ -56,9 +58,14 @@ def test_bad_checksum_field_is_named(files, tmp_path):
         Model.load(bad)
 
 
-def test_model_without_checksum_still_loads(files, tmp_path):
+def test_model_without_checksum_is_refused_unless_unverified(files, tmp_path):
+    """Issue 25: a model without checksum (edited by hand, or older) is refused; it loads only
+    when the user says so (--no-verify), with a warning."""
     obj = json.loads(Path(files["m.json"]).read_text())
     del obj["checksum"]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(obj))
-    assert Model.load(old).n == obj["n"]
+    with pytest.raises(ModelFormatError, match="old.json.*no checksum.*--no-verify"):
+        Model.load(old)
+    with unverified_reads(), pytest.warns(UserWarning, match="WITHOUT any integrity check"):
+        assert Model.load(old).n == obj["n"]

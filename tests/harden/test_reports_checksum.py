@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from lopub.errors import ReportsFormatError
+from lopub.io import unverified_reads
 from lopub.reports.parquet import read_metadata
 from lopub.reports.bloom import Reports
 
@@ -93,7 +94,11 @@ def test_truncated_reports_file_names_it(files, tmp_path, capsys, cut):
     assert code == 2 and str(bad) in err and "Traceback" not in err
 
 
-def test_files_without_checksum_still_load(files, tmp_path):
+def test_files_without_checksum_load_only_unverified(files, tmp_path):
+    """Issue 25: refused unless --no-verify (then a warning)."""
     old = tmp_path / "old.parquet"
     _edit_metadata(files["r.parquet"], old, lambda m: m.pop("lopub.sha256"))
-    assert Reports.load(old).n == Reports.load(files["r.parquet"]).n
+    with pytest.raises(ReportsFormatError, match="old.parquet.*no checksum.*--no-verify"):
+        Reports.load(old)
+    with unverified_reads(), pytest.warns(UserWarning, match="WITHOUT any integrity check"):
+        assert Reports.load(old).n == Reports.load(files["r.parquet"]).n
