@@ -31,6 +31,7 @@ from lopub.dependency.structure import STRUCTURES, structure_graph
 from lopub.dependency.junction import JunctionTree, junction_tree
 from lopub.data.domain import Domain
 from lopub.errors import BudgetError
+from lopub.model.checks import fit_verdict
 from lopub.model.fit_result import FitReport, FitResult
 from lopub.model.graphical import Model
 from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
@@ -248,6 +249,7 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: s
         method=getattr(cache.source, "method", method), release=release, structure=structure,
         prune=bool(prune), clique_budget=clique_budget, model_phi=dg.phi if model_phi is None else model_phi,
         seconds={k: round(v, 3) for k, v in secs.items()}, **extra))
+    report.verdict = fit_verdict(cache, model, report).to_dict()
     model.meta["fit"] = report.to_dict()
     return FitResult(model, report)
 
@@ -338,7 +340,8 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[M
         progress("model fit", 1, 1)
     notes = [] if mrf.converged else [
         f"model fit stopped at max_iter ({mrf.iterations}) before tol; raise fit_options['max_iter']"]
-    extra = {"measurements": [list(m.attrs) for m in ms], "model_fit": mrf.summary(),
+    extra = {"measurements": [list(m.attrs) for m in ms],
+             "model_fit": {**mrf.summary(), "initial_loss": float(mrf.losses[0])},
              "warnings": notes,
              "seconds": {"measurements": t1 - t0, "model_fit": time.perf_counter() - t1}}
     return mrf.to_model(n=n, graph=dg), extra

@@ -1,0 +1,428 @@
+"""Checks of a fitted release that need no true data, and :func:`assess`, its verdict.
+
+Every check compares the model with the noisy measurements it was fitted to,
+in units of their own noise: a per-cell statistic
+``sum ((a - b)^2 / var)`` over the cells with positive variance is compared
+with a chi-square of the table's degrees of freedom (cells - 1 for a
+distribution, ``(|A| - 1)(|B| - 1)`` for a pair's dependence).  Cells of
+variance 0 (a one-category column, a total fixed by definition) are
+constraints, checked exactly.  Effect sizes in the messages (TVD, Cramer's V)
+are computed on the post-processed tables (``values``), the statistics on
+the unbiased estimates the variances describe (``estimate``).  "Significant" means a p-value below
+``ALPHA`` divided by the number of tables tested (Bonferroni), so a correct
+release raises a false alarm with probability below ``ALPHA`` (covariances
+between cells are not kept in a :class:`Measurement`; their sum is an
+approximation, the reason for the margins below).
+
+1. **fit**: the model's marginals against every measurement inside a model
+   clique (total chi-square vs its degrees of freedom; gross when over
+   ``GROSS_RATIO`` times the degrees of freedom with a table off by more
+   than ``GROSS_TVD``).
+2. **uniform / independence**: columns whose measurement differs from
+   uniform significantly but whose model marginal does not (the model lost
+   the signal); measured pairs with significant dependence that the model
+   holds as independent.
+3. **lost-dependency**: measured pairs outside every clique with a
+   significant and strong (Cramer's V >= ``STRONG_V``) dependence that the
+   model's implied table (by inference) misses significantly.
+4. **no-information**: one-category columns; columns whose measurement is
+   indistinguishable from uniform (within noise: a caveat when the noise is
+   large, a note when it is small enough to say the column *is* near uniform).
+5. **small-groups / hopeless**: marginal-sampling subsets with fewer than
+   ``MIN_GROUP_USERS`` users; most columns lost in
+   noise (the budget cannot support a release at this number of users).
+6. **convergence**: a model fit that stopped before its tolerance, or that
+   did not move from its (uniform) start (its loss fell by less than
+   ``MOVED_SHARE`` of the initial loss) while its measurements disagree with it.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy import stats as st
+
+from lopub.data.marginal import Marginal
+from lopub.estimate.measurement import Measurement, multinomial_variance
+from lopub.model.verdict import Finding, Verdict
+
+ALPHA = 1e-3          # family-wise false-alarm rate of every "significant" statement
+VAR_EPS = 1e-15       # a cell with a smaller variance is exact: a constraint
+EXACT_ATOL = 1e-6     # an exact cell the model misses by more is violated
+NOISY_TVD = 0.05      # expected TVD of the noise above which a flat measurement says nothing
+STRONG_V = 0.3        # Cramer's V of a strong dependency (SDMetrics' association threshold)
+LOST_SHARE = 0.25     # a model statistic below this share of the measured one lost the signal
+GROSS_RATIO = 10.0    # chi2 / dof of a gross misfit ...
+GROSS_TVD = 0.1       # ... with a table the model misses by this TVD
+HOPELESS_SHARE = 0.5  # share of informative columns lost in noise that makes a release hopeless
+MIN_GROUP_USERS = 30  # fewer users than this behind one marginal-sampling subset is a small group
+MOVED_SHARE = 1e-3    # a fit whose loss fell by less than this share of its start did not move
+MAX_INFERRED = 200    # outside pairs whose model table is inferred (strongest first)
+LISTED = 5            # attributes or pairs named in one message
+#: ``provenance["protocol"]`` of a stand-in table for a set nobody measured (lopub.collect.server)
+NOT_MEASURED = "not measured"
+
+
+@dataclass
+class Table:
+    """One measurement next to the model (``mu`` None: outside every clique, not projected)."""
+
+    m: Measurement
+    mu: np.ndarray | None
+
+    @property
+    def attrs(self) -> tuple[str, ...]:
+        return self.m.attrs
+
+    @property
+    def pos(self) -> np.ndarray:
+        return self.m.variance > VAR_EPS
+
+    def stat(self, a: np.ndarray, b: np.ndarray) -> float:
+        """``sum ((a - b)^2 / var)`` over the cells with positive variance."""
+        p = self.pos
+        return float(np.sum((a[p] - b[p]) ** 2 / self.m.variance[p]))
+
+    @property
+    def dof(self) -> int:
+        return max(int(self.pos.sum()) - 1, 0)
+
+    def noise_tvd(self) -> float:
+        """Expected TVD of the noise alone: ``1/2 sum sqrt(2 var / pi)`` (mean absolute normal)."""
+        return float(0.5 * np.sqrt(2.0 * self.m.variance / np.pi).sum())
+
+
+@dataclass
+class TableStats:
+    """The measurements of a release, each beside the model's marginal when inside a clique."""
+
+    model: Any
+    one: dict[str, Table]
+    pairs: list[Table]
+    larger: list[Table]
+
+    @classmethod
+    def of(cls, model: Any, ms: Sequence[Measurement]) -> "TableStats":
+        cliques = [set(c) for c in model.tree.cliques]
+        one: dict[str, Table] = {}
+        pairs, larger = [], []
+        for m in ms:
+            inside = any(set(m.attrs) <= c for c in cliques)
+            t = Table(m, model.project(list(m.attrs)).values if inside else None)
+            if len(m.attrs) == 1:
+                one.setdefault(m.attrs[0], t)
+            else:
+                (pairs if len(m.attrs) == 2 else larger).append(t)
+        return cls(model, one, pairs, larger)
+
+    @property
+    def inside(self) -> list[Table]:
+        return [t for t in [*self.one.values(), *self.pairs, *self.larger] if t.mu is not None]
+
+
+def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, Any] | None = None,
+           groups: Sequence[Measurement] | None = None, n: int | None = None,
+           epsilon: float | None = None) -> Verdict:
+    """The verdict of ``model`` against the noisy ``measurements`` (no true data).
+
+    Parameters
+    ----------
+    model : Model
+        Anything with ``tree.cliques`` and ``project(attrs)``.
+    measurements : sequence of Measurement
+        Measured tables (one-way, pairs, larger sets) with per-cell
+        variances: those inside a model clique are what the model should fit;
+        pairs outside every clique are dependencies it dropped.  A plain
+        Marginal gets the multinomial variance of its ``n``; tables marked
+        "not measured" are ignored.
+    fit : mapping, optional
+        The model fit's summary (``loss``, ``iterations``, ``converged``,
+        ``initial_loss``; its own ``chi2``/``dof`` when present are recorded).
+    groups : sequence of Measurement, optional
+        Marginal sampling: one measurement per planned subset, ``n`` its users.
+    n : int, optional
+        Users behind the release.
+    epsilon : float, optional
+        Per-record budget (named when the setting is hopeless).
+
+    Returns
+    -------
+    Verdict
+    """
+    ms = [m for m in (as_measurement(t) for t in measurements) if m is not None]
+    stats = TableStats.of(model, ms)
+    found = fit_check(stats) + uniform_check(stats, n=n, epsilon=epsilon) + independence_check(stats)
+    found += lost_dependency_check(stats) + small_groups_check(groups or []) + convergence_check(fit, stats)
+    return Verdict.of(found)
+
+
+def gather_measurements(cache: Any, extra_sets: Sequence[Sequence[str]] = ()) -> list[Measurement]:
+    """Every one-way and pairwise table ``cache`` already holds, plus the cached ``extra_sets``.
+
+    Nothing is estimated: only sets for which ``cache.cached(attrs)`` is true are read.
+    """
+    attrs = list(cache.domain.attrs)
+    sets = [[a] for a in attrs] + [list(p) for p in itertools.combinations(attrs, 2)]
+    sets += [list(s) for s in extra_sets if len(s) > 2]
+    found = (as_measurement(cache.marginal(s)) for s in sets if cache.cached(s))
+    return [m for m in found if m is not None]
+
+
+def as_measurement(t: Any) -> Measurement | None:
+    """``t`` as a Measurement (multinomial variance for a plain Marginal); None when unusable."""
+    if isinstance(t, Measurement):
+        return None if t.provenance.get("protocol") == NOT_MEASURED else t
+    if isinstance(t, Marginal) and t.n:
+        return Measurement.from_marginal(t, multinomial_variance(t.values, int(t.n)),
+                                         {"variance": "multinomial p(1-p)/n (no variance given)"})
+    return None
+
+
+# the checks ------------------------------------------------------------------
+def fit_check(stats: TableStats) -> list[Finding]:
+    """Check 1: the model's marginals against the measurements inside its cliques."""
+    tables = stats.inside
+    if not tables:
+        return []
+    broken = [(t, float(np.max(np.abs(t.mu - t.m.estimate)[~t.pos]))) for t in tables if (~t.pos).any()]
+    broken = [(t, d) for t, d in broken if d > EXACT_ATOL]
+    out = [Finding("fit", "fatal", f"The model breaks exact measurements (variance 0): "
+                   f"{_sets([t.attrs for t, _ in broken])} differ by up to {max(d for _, d in broken):.3g}.",
+                   {"sets": [list(t.attrs) for t, _ in broken]})] if broken else []
+    chi2 = sum(t.stat(t.mu, t.m.estimate) for t in tables)
+    dof = sum(t.dof for t in tables)
+    if dof == 0:
+        return out
+    worst = max(tables, key=lambda t: _tvd(t.mu, t.m.values))
+    wtvd = _tvd(worst.mu, worst.m.values)
+    figs = {"chi2": _r(chi2), "dof": dof, "ratio": _r(chi2 / dof), "p_value": float(st.chi2.sf(chi2, dof)),
+            "tables": len(tables), "worst": list(worst.attrs), "worst_tvd": _r(wtvd)}
+    text = f"chi-square {chi2:,.1f} on {dof:,} degrees of freedom over {len(tables)} measured tables"
+    if chi2 / dof > GROSS_RATIO and wtvd > GROSS_TVD:
+        out.append(Finding("fit", "fatal", f"The model does not fit its measurements: {text} "
+                           f"({chi2 / dof:.3g} times what their noise explains); worst "
+                           f"({', '.join(worst.attrs)}), off by TVD {wtvd:.3f}.", figs))
+    elif figs["p_value"] < ALPHA:
+        out.append(Finding("fit", "caveat", f"The model fits its measurements worse than their noise "
+                           f"explains: {text}; worst ({', '.join(worst.attrs)}), TVD {wtvd:.3f}.", figs))
+    else:
+        out.append(Finding("fit", "ok", f"The model fits its measurements within their noise: {text}.", figs))
+    return out
+
+
+def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | None = None) -> list[Finding]:
+    """Checks 2, 4 and 5 (one-way): signal lost by the model, constant columns, columns lost in noise."""
+    kinds: dict[str, list[str]] = {"constant": [], "lost": [], "swamped": [], "flat": [], "kept": []}
+    noise = {}
+    tests = max(len(stats.one), 1)
+    for a, t in stats.one.items():
+        noise[a] = t.noise_tvd()
+        kinds[_one_way_kind(t, tests)].append(a)
+    out = []
+    if kinds["constant"]:
+        out.append(Finding("no-information", "info", f"Column(s) {_names(kinds['constant'])} have one "
+                           "category: they carry no information and pass through unchanged.",
+                           {"columns": kinds["constant"]}))
+    informative = len(stats.one) - len(kinds["constant"])
+    signal = kinds["lost"] + kinds["kept"]
+    if kinds["lost"]:
+        fatal = 2 * len(kinds["lost"]) >= len(signal)
+        out.append(Finding("uniform", "fatal" if fatal else "caveat", f"The model's distribution of "
+                           f"{_names(kinds['lost'])} is uniform although the measurements differ from "
+                           f"uniform far beyond their noise ({len(kinds['lost'])} of {len(signal)} such "
+                           "columns): the release does not hold what was measured.",
+                           {"columns": kinds["lost"], "significant": len(signal)}))
+    elif signal:
+        out.append(Finding("uniform", "ok", f"The model keeps every column's measured distribution "
+                           f"({len(signal)} differ from uniform beyond the noise).", {"significant": len(signal)}))
+    swamped = kinds["swamped"]
+    if swamped and informative and len(swamped) >= HOPELESS_SHARE * informative:
+        setting = (f"{n:,} users" if n else "these users") + (f" at epsilon {epsilon:g}" if epsilon else "")
+        med = float(np.median([noise[a] for a in swamped]))
+        out.append(Finding("hopeless", "fatal", f"The noise swamps the data: with {setting}, {len(swamped)} "
+                           f"of {informative} columns are indistinguishable from uniform (typical noise "
+                           f"TVD {med:.2f} per column); collect from many more users or spend a larger "
+                           "epsilon.", {"columns": swamped, "noise_tvd": _r(med), "n": n, "epsilon": epsilon}))
+    elif swamped:
+        out.append(Finding("no-information", "caveat", f"Column(s) {_names(swamped)} are indistinguishable "
+                           "from uniform within their (large) noise: their released distribution is noise.",
+                           {"columns": swamped, "noise_tvd": {a: _r(noise[a]) for a in swamped}}))
+    if kinds["flat"]:
+        out.append(Finding("no-information", "info", f"Column(s) {_names(kinds['flat'])} are uniform "
+                           f"within a small noise (TVD below {NOISY_TVD:g}): they carry little information.",
+                           {"columns": kinds["flat"]}))
+    return out
+
+
+def _one_way_kind(t: Table, tests: int) -> str:
+    k = t.m.values.size
+    if k == 1:
+        return "constant"
+    u = np.full(k, 1.0 / k)
+    y = t.m.estimate.reshape(-1)
+    dof = t.dof
+    stat_y = t.stat(y, u)
+    if dof == 0 or st.chi2.sf(stat_y, dof) >= ALPHA / tests:
+        return "swamped" if t.noise_tvd() > NOISY_TVD else "flat"
+    if t.mu is not None and _lost(t.stat(t.mu.reshape(-1), u), stat_y, dof):
+        return "lost"
+    return "kept"
+
+
+def independence_check(stats: TableStats) -> list[Finding]:
+    """Check 2 (pairs): measured dependence the model holds as independence."""
+    tests = max(len(stats.pairs), 1)
+    sig = [t for t in stats.pairs if _dependent(t, tests)]
+    if not sig:
+        return []
+    inside = [t for t in sig if t.mu is not None]
+    if all(len(c) == 1 for c in stats.model.tree.cliques):
+        return [Finding("independence", "caveat", f"The model holds every attribute independent (no edge) "
+                        f"although {len(sig)} measured pair(s) show significant dependence, e.g. "
+                        f"{_sets([t.attrs for t in _strongest(sig)])}.", {"significant_pairs": len(sig)})]
+    lost = [t for t in inside if _lost(_dependence(t, t.mu), _dependence(t, t.m.estimate), _pair_dof(t))]
+    if lost:
+        return [Finding("independence", "caveat", f"The model holds {len(lost)} measured dependence(s) as "
+                        f"independence although it was fitted to them: {_sets([t.attrs for t in lost])}.",
+                        {"pairs": [list(t.attrs) for t in lost]})]
+    return [Finding("independence", "ok", f"The model keeps all {len(inside)} significant dependencies "
+                    "measured inside its cliques.", {"significant_pairs": len(inside)})] if inside else []
+
+
+def lost_dependency_check(stats: TableStats) -> list[Finding]:
+    """Check 3: strong measured dependencies that no edge kept and the model does not reproduce.
+
+    A pair outside every clique may still be carried by a path of edges; it
+    counts only when the model's implied table (by inference) misses the
+    measured one significantly.  At most ``MAX_INFERRED`` pairs, strongest
+    first, are inferred.
+    """
+    tests = max(len(stats.pairs), 1)
+    outside = [t for t in stats.pairs if t.mu is None and _dependent(t, tests)]
+    strong = [t for t in _strongest(outside, MAX_INFERRED) if _cramers_v(t.m.values) >= STRONG_V]
+    missed = []
+    for t in strong:
+        mu = stats.model.project(list(t.attrs)).values
+        if st.chi2.sf(t.stat(mu, t.m.estimate), max(t.dof, 1)) < ALPHA / tests:
+            missed.append((t, _tvd(mu, t.m.values)))
+    out = []
+    if missed:
+        named = ", ".join(f"({', '.join(t.attrs)}) V {_cramers_v(t.m.values):.2f}, model off by TVD {d:.2f}"
+                          for t, d in missed[:LISTED])
+        out.append(Finding("lost-dependency", "caveat", f"{len(missed)} strong measured dependenc"
+                           f"{'y is' if len(missed) == 1 else 'ies are'} kept by no edge and not reproduced "
+                           f"by the model (the release misses them): {named}{' ...' if len(missed) > LISTED else ''}.",
+                           {"pairs": [list(t.attrs) for t, _ in missed],
+                            "cramers_v": [_r(_cramers_v(t.m.values)) for t, _ in missed],
+                            "tvd": [_r(d) for _, d in missed]}))
+    elif outside:
+        out.append(Finding("lost-dependency", "ok", f"The {len(outside)} significant measured dependencies "
+                           "without an edge are carried by the model's other edges or weak.",
+                           {"pairs": len(outside)}))
+    return out
+
+
+def small_groups_check(groups: Sequence[Measurement]) -> list[Finding]:
+    """Check 5: marginal-sampling subsets with too few users."""
+    if not groups:
+        return []
+    small = [(m, int(m.n or 0)) for m in groups if int(m.n or 0) < MIN_GROUP_USERS]
+    fewest = min(int(m.n or 0) for m in groups)
+    if not small:
+        return [Finding("small-groups", "ok", f"Every one of the {len(groups)} attribute sets got at least "
+                        f"{fewest:,} users.", {"sets": len(groups), "fewest_users": fewest})]
+    named = "; ".join(f"({', '.join(m.attrs)}): {u} users for {m.values.size} cells" for m, u in small[:LISTED])
+    return [Finding("small-groups", "caveat", f"{len(small)} of {len(groups)} attribute sets got fewer than "
+                    f"{MIN_GROUP_USERS} users, so their tables are mostly noise: "
+                    f"{named}{' ...' if len(small) > LISTED else ''}.",
+                    {"sets": [list(m.attrs) for m, _ in small], "users": [u for _, u in small]})]
+
+
+def convergence_check(fit: Mapping[str, Any] | None, stats: TableStats) -> list[Finding]:
+    """Check 6: a model fit that stopped early or never moved."""
+    if not fit:
+        return []
+    figs = {k: fit[k] for k in ("loss", "initial_loss", "iterations", "converged", "chi2", "dof") if k in fit}
+    loss, start = fit.get("loss"), fit.get("initial_loss")
+    moved = fit.get("moved")
+    if moved is None and loss is not None and start is not None:
+        moved = float(start) - float(loss) > MOVED_SHARE * abs(float(start))
+    misfit = any(f.severity != "ok" for f in fit_check(stats) if f.check == "fit")
+    if moved is False and misfit:
+        return [Finding("convergence", "fatal", f"The model fit did not move from its start (loss "
+                        f"{float(loss):.6g} after {fit.get('iterations')} iterations) although its "
+                        "measurements disagree with it.", figs)]
+    if fit.get("converged") is False:
+        return [Finding("convergence", "caveat", f"The model fit stopped after {fit.get('iterations')} "
+                        "iterations before reaching its tolerance (raise max_iter).", figs)]
+    return []
+
+
+# statistics ------------------------------------------------------------------
+def _lost(model_stat: float, measured_stat: float, dof: int) -> bool:
+    """The model's statistic is within noise of zero and a small share of the measured one."""
+    return model_stat < min(float(st.chi2.ppf(1.0 - ALPHA, max(dof, 1))), LOST_SHARE * measured_stat)
+
+
+def _pair_dof(t: Table) -> int:
+    a, b = t.m.values.shape
+    return (a - 1) * (b - 1)
+
+
+def _dependence(t: Table, p: np.ndarray) -> float:
+    """``sum (p_ab - p_a p_b)^2 / var_ab``: the pair's distance from the product of its margins."""
+    p = np.asarray(p, dtype=float)
+    return t.stat(p, np.outer(p.sum(1), p.sum(0)))
+
+
+def _dependent(t: Table, tests: int) -> bool:
+    dof = _pair_dof(t)
+    return dof > 0 and st.chi2.sf(_dependence(t, t.m.estimate), dof) < ALPHA / tests
+
+
+def _cramers_v(table: np.ndarray) -> float:
+    t = np.clip(np.asarray(table, dtype=float), 0.0, None)
+    t = t[t.sum(1) > 0][:, t.sum(0) > 0]
+    if min(t.shape) < 2:
+        return 0.0
+    p = t / t.sum()
+    e = np.outer(p.sum(1), p.sum(0))
+    return float(np.sqrt(min(float(((p - e) ** 2 / e).sum()) / (min(t.shape) - 1), 1.0)))
+
+
+def _strongest(tables: Sequence[Table], k: int = LISTED) -> list[Table]:
+    return sorted(tables, key=lambda t: -_cramers_v(t.m.values))[:k]
+
+
+def _tvd(a: np.ndarray, b: np.ndarray) -> float:
+    return 0.5 * float(np.abs(np.asarray(a) - np.asarray(b)).sum())
+
+
+def _names(attrs: Sequence[str]) -> str:
+    return ", ".join(attrs[:LISTED]) + (f" and {len(attrs) - LISTED} more" if len(attrs) > LISTED else "")
+
+
+def _sets(sets: Sequence[Sequence[str]]) -> str:
+    return ", ".join(f"({', '.join(s)})" for s in sets[:LISTED]) + (" ..." if len(sets) > LISTED else "")
+
+
+def _r(x: float) -> float:
+    return float(f"{float(x):.4g}")
+
+
+def fit_verdict(cache: Any, model: Any, report: Any) -> Verdict:
+    """The verdict :func:`lopub.pipeline.steps.fit` stores: :func:`assess` on what ``cache`` holds.
+
+    ``report`` is the :class:`~lopub.model.fit_result.FitReport` (its
+    measured sets, model-fit summary, users and collection); a cache over
+    marginal-sampling measurements (``cache.source.measurements()``) also
+    gives the per-subset groups.
+    """
+    source = getattr(cache, "source", None)
+    per_set = getattr(source, "measurements", None)
+    groups = [m for m in per_set() if isinstance(m, Measurement)] if callable(per_set) else []
+    eps = (report.collection or {}).get("epsilon_per_record")
+    return assess(model, gather_measurements(cache, report.measurements), fit=report.model_fit,
+                  groups=groups, n=report.n, epsilon=None if eps is None else float(eps))
