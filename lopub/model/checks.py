@@ -24,7 +24,8 @@ approximation, the reason for the margins below).
    holds as independent.
 3. **lost-dependency**: measured pairs outside every clique with a
    significant and strong (Cramer's V >= ``STRONG_V``) dependence that the
-   model's implied table (by inference) misses significantly.
+   model's implied table (by inference) misses significantly, keeping less
+   than ``KEPT_SHARE`` of its strength.
 4. **no-information**: one-category columns; columns whose measurement is
    indistinguishable from uniform (within noise: a caveat when the noise is
    large, a note when it is small enough to say the column *is* near uniform).
@@ -37,19 +38,18 @@ approximation, the reason for the margins below).
 """
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as st
 
 from lopub.data.marginal import Marginal
-from lopub.estimate.measurement import Measurement, multinomial_variance
+from lopub.estimate.measurement import Measurement
+from lopub.model.table_stats import (Table, TableStats, as_measurement, cramers_v, gather_measurements,
+                                     table_tvd)
 from lopub.model.verdict import Finding, Verdict
 
 ALPHA = 1e-3          # family-wise false-alarm rate of every "significant" statement
-VAR_EPS = 1e-15       # a cell with a smaller variance is exact: a constraint
 EXACT_ATOL = 1e-6     # an exact cell the model misses by more is violated
 NOISY_TVD = 0.05      # expected TVD of the noise above which a flat measurement says nothing
 STRONG_V = 0.3        # Cramer's V of a strong dependency (SDMetrics' association threshold)
@@ -59,67 +59,9 @@ GROSS_TVD = 0.1       # ... with a table the model misses by this TVD
 HOPELESS_SHARE = 0.5  # share of informative columns lost in noise that makes a release hopeless
 MIN_GROUP_USERS = 30  # fewer users than this behind one marginal-sampling subset is a small group
 MOVED_SHARE = 1e-3    # a fit whose loss fell by less than this share of its start did not move
+KEPT_SHARE = 0.5      # a model holding less than this share of a measured Cramer's V lost it
 MAX_INFERRED = 200    # outside pairs whose model table is inferred (strongest first)
 LISTED = 5            # attributes or pairs named in one message
-#: ``provenance["protocol"]`` of a stand-in table for a set nobody measured (lopub.collect.server)
-NOT_MEASURED = "not measured"
-
-
-@dataclass
-class Table:
-    """One measurement next to the model (``mu`` None: outside every clique, not projected)."""
-
-    m: Measurement
-    mu: np.ndarray | None
-
-    @property
-    def attrs(self) -> tuple[str, ...]:
-        return self.m.attrs
-
-    @property
-    def pos(self) -> np.ndarray:
-        return self.m.variance > VAR_EPS
-
-    def stat(self, a: np.ndarray, b: np.ndarray) -> float:
-        """``sum ((a - b)^2 / var)`` over the cells with positive variance."""
-        p = self.pos
-        return float(np.sum((a[p] - b[p]) ** 2 / self.m.variance[p]))
-
-    @property
-    def dof(self) -> int:
-        return max(int(self.pos.sum()) - 1, 0)
-
-    def noise_tvd(self) -> float:
-        """Expected TVD of the noise alone: ``1/2 sum sqrt(2 var / pi)`` (mean absolute normal)."""
-        return float(0.5 * np.sqrt(2.0 * self.m.variance / np.pi).sum())
-
-
-@dataclass
-class TableStats:
-    """The measurements of a release, each beside the model's marginal when inside a clique."""
-
-    model: Any
-    one: dict[str, Table]
-    pairs: list[Table]
-    larger: list[Table]
-
-    @classmethod
-    def of(cls, model: Any, ms: Sequence[Measurement]) -> "TableStats":
-        cliques = [set(c) for c in model.tree.cliques]
-        one: dict[str, Table] = {}
-        pairs, larger = [], []
-        for m in ms:
-            inside = any(set(m.attrs) <= c for c in cliques)
-            t = Table(m, model.project(list(m.attrs)).values if inside else None)
-            if len(m.attrs) == 1:
-                one.setdefault(m.attrs[0], t)
-            else:
-                (pairs if len(m.attrs) == 2 else larger).append(t)
-        return cls(model, one, pairs, larger)
-
-    @property
-    def inside(self) -> list[Table]:
-        return [t for t in [*self.one.values(), *self.pairs, *self.larger] if t.mu is not None]
 
 
 def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, Any] | None = None,
@@ -158,53 +100,32 @@ def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, An
     return Verdict.of(found)
 
 
-def gather_measurements(cache: Any, extra_sets: Sequence[Sequence[str]] = ()) -> list[Measurement]:
-    """Every one-way and pairwise table ``cache`` already holds, plus the cached ``extra_sets``.
-
-    Nothing is estimated: only sets for which ``cache.cached(attrs)`` is true are read.
-    """
-    attrs = list(cache.domain.attrs)
-    sets = [[a] for a in attrs] + [list(p) for p in itertools.combinations(attrs, 2)]
-    sets += [list(s) for s in extra_sets if len(s) > 2]
-    found = (as_measurement(cache.marginal(s)) for s in sets if cache.cached(s))
-    return [m for m in found if m is not None]
-
-
-def as_measurement(t: Any) -> Measurement | None:
-    """``t`` as a Measurement (multinomial variance for a plain Marginal); None when unusable."""
-    if isinstance(t, Measurement):
-        return None if t.provenance.get("protocol") == NOT_MEASURED else t
-    if isinstance(t, Marginal) and t.n:
-        return Measurement.from_marginal(t, multinomial_variance(t.values, int(t.n)),
-                                         {"variance": "multinomial p(1-p)/n (no variance given)"})
-    return None
-
-
 # the checks ------------------------------------------------------------------
 def fit_check(stats: TableStats) -> list[Finding]:
     """Check 1: the model's marginals against the measurements inside its cliques."""
     tables = stats.inside
     if not tables:
         return []
-    broken = [(t, float(np.max(np.abs(t.mu - t.m.estimate)[~t.pos]))) for t in tables if (~t.pos).any()]
+    broken = [(t, float(np.max(np.abs(t.fitted - t.m.estimate)[~t.pos]))) for t in tables if (~t.pos).any()]
     broken = [(t, d) for t, d in broken if d > EXACT_ATOL]
     out = [Finding("fit", "fatal", f"The model breaks exact measurements (variance 0): "
                    f"{_sets([t.attrs for t, _ in broken])} differ by up to {max(d for _, d in broken):.3g}.",
                    {"sets": [list(t.attrs) for t, _ in broken]})] if broken else []
-    chi2 = sum(t.stat(t.mu, t.m.estimate) for t in tables)
+    chi2 = sum(t.stat(t.fitted, t.m.estimate) for t in tables)
     dof = sum(t.dof for t in tables)
     if dof == 0:
         return out
-    worst = max(tables, key=lambda t: _tvd(t.mu, t.m.values))
-    wtvd = _tvd(worst.mu, worst.m.values)
-    figs = {"chi2": _r(chi2), "dof": dof, "ratio": _r(chi2 / dof), "p_value": float(st.chi2.sf(chi2, dof)),
+    worst = max(tables, key=lambda t: table_tvd(t.fitted, t.m.values))
+    wtvd = table_tvd(worst.fitted, worst.m.values)
+    p_value = float(st.chi2.sf(chi2, dof))
+    figs = {"chi2": _r(chi2), "dof": dof, "ratio": _r(chi2 / dof), "p_value": p_value,
             "tables": len(tables), "worst": list(worst.attrs), "worst_tvd": _r(wtvd)}
     text = f"chi-square {chi2:,.1f} on {dof:,} degrees of freedom over {len(tables)} measured tables"
     if chi2 / dof > GROSS_RATIO and wtvd > GROSS_TVD:
         out.append(Finding("fit", "fatal", f"The model does not fit its measurements: {text} "
                            f"({chi2 / dof:.3g} times what their noise explains); worst "
                            f"({', '.join(worst.attrs)}), off by TVD {wtvd:.3f}.", figs))
-    elif figs["p_value"] < ALPHA:
+    elif p_value < ALPHA:
         out.append(Finding("fit", "caveat", f"The model fits its measurements worse than their noise "
                            f"explains: {text}; worst ({', '.join(worst.attrs)}), TVD {wtvd:.3f}.", figs))
     else:
@@ -242,8 +163,8 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
         setting = (f"{n:,} users" if n else "these users") + (f" at epsilon {epsilon:g}" if epsilon else "")
         med = float(np.median([noise[a] for a in swamped]))
         out.append(Finding("hopeless", "fatal", f"The noise swamps the data: with {setting}, {len(swamped)} "
-                           f"of {informative} columns are indistinguishable from uniform (typical noise "
-                           f"TVD {med:.2f} per column); collect from many more users or spend a larger "
+                           f"of {informative} columns are indistinguishable from uniform (typical expected "
+                           f"noise TVD {med:.2f} per column); collect from many more users or spend a larger "
                            "epsilon.", {"columns": swamped, "noise_tvd": _r(med), "n": n, "epsilon": epsilon}))
     elif swamped:
         out.append(Finding("no-information", "caveat", f"Column(s) {_names(swamped)} are indistinguishable "
@@ -251,7 +172,8 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
                            {"columns": swamped, "noise_tvd": {a: _r(noise[a]) for a in swamped}}))
     if kinds["flat"]:
         out.append(Finding("no-information", "info", f"Column(s) {_names(kinds['flat'])} are uniform "
-                           f"within a small noise (TVD below {NOISY_TVD:g}): they carry little information.",
+                           f"within their noise (a small one: expected noise TVD below {NOISY_TVD:g}): they carry little "
+                           "information.",
                            {"columns": kinds["flat"]}))
     return out
 
@@ -282,7 +204,7 @@ def independence_check(stats: TableStats) -> list[Finding]:
         return [Finding("independence", "caveat", f"The model holds every attribute independent (no edge) "
                         f"although {len(sig)} measured pair(s) show significant dependence, e.g. "
                         f"{_sets([t.attrs for t in _strongest(sig)])}.", {"significant_pairs": len(sig)})]
-    lost = [t for t in inside if _lost(_dependence(t, t.mu), _dependence(t, t.m.estimate), _pair_dof(t))]
+    lost = [t for t in inside if _lost(_dependence(t, t.fitted), _dependence(t, t.m.estimate), _pair_dof(t))]
     if lost:
         return [Finding("independence", "caveat", f"The model holds {len(lost)} measured dependence(s) as "
                         f"independence although it was fitted to them: {_sets([t.attrs for t in lost])}.",
@@ -292,36 +214,52 @@ def independence_check(stats: TableStats) -> list[Finding]:
 
 
 def lost_dependency_check(stats: TableStats) -> list[Finding]:
-    """Check 3: strong measured dependencies that no edge kept and the model does not reproduce.
+    """Check 3: strong measured dependencies that no edge kept and the model does not hold.
 
     A pair outside every clique may still be carried by a path of edges; it
-    counts only when the model's implied table (by inference) misses the
-    measured one significantly.  At most ``MAX_INFERRED`` pairs, strongest
-    first, are inferred.
+    is lost when the model's implied table (by inference) misses the
+    measured one significantly *and* holds less than ``KEPT_SHARE`` of its
+    strength (Cramer's V); a significant miss with the strength kept is a
+    note (the detail of the table differs).  At most ``MAX_INFERRED`` pairs,
+    strongest first, are inferred.
     """
     tests = max(len(stats.pairs), 1)
     outside = [t for t in stats.pairs if t.mu is None and _dependent(t, tests)]
-    strong = [t for t in _strongest(outside, MAX_INFERRED) if _cramers_v(t.m.values) >= STRONG_V]
-    missed = []
+    strong = [t for t in _strongest(outside, MAX_INFERRED) if _cramers_v(t) >= STRONG_V]
+    lost: list[tuple[Table, float, float, float]] = []
+    detail: list[tuple[Table, float, float, float]] = []
     for t in strong:
         mu = stats.model.project(list(t.attrs)).values
         if st.chi2.sf(t.stat(mu, t.m.estimate), max(t.dof, 1)) < ALPHA / tests:
-            missed.append((t, _tvd(mu, t.m.values)))
+            row = (t, _cramers_v(t), cramers_v(mu), table_tvd(mu, t.m.values))
+            (lost if row[2] < KEPT_SHARE * row[1] else detail).append(row)
     out = []
-    if missed:
-        named = ", ".join(f"({', '.join(t.attrs)}) V {_cramers_v(t.m.values):.2f}, model off by TVD {d:.2f}"
-                          for t, d in missed[:LISTED])
-        out.append(Finding("lost-dependency", "caveat", f"{len(missed)} strong measured dependenc"
-                           f"{'y is' if len(missed) == 1 else 'ies are'} kept by no edge and not reproduced "
-                           f"by the model (the release misses them): {named}{' ...' if len(missed) > LISTED else ''}.",
-                           {"pairs": [list(t.attrs) for t, _ in missed],
-                            "cramers_v": [_r(_cramers_v(t.m.values)) for t, _ in missed],
-                            "tvd": [_r(d) for _, d in missed]}))
-    elif outside:
-        out.append(Finding("lost-dependency", "ok", f"The {len(outside)} significant measured dependencies "
-                           "without an edge are carried by the model's other edges or weak.",
-                           {"pairs": len(outside)}))
+    if lost:
+        named = ", ".join(f"({', '.join(t.attrs)}) V {v:.2f} measured, {w:.2f} in the model"
+                          for t, v, w, _ in lost[:LISTED])
+        out.append(Finding("lost-dependency", "caveat", f"{len(lost)} strong measured dependenc"
+                           f"{'y is' if len(lost) == 1 else 'ies are'} kept by no edge and mostly lost by the "
+                           f"model (weak in the release): {named}{' ...' if len(lost) > LISTED else ''}.",
+                           _pair_figures(lost)))
+    if detail:
+        named = ", ".join(f"({', '.join(t.attrs)}) TVD {d:.2f}" for t, _, _, d in detail[:LISTED])
+        out.append(Finding("lost-dependency", "info", f"{len(detail)} strong measured dependenc"
+                           f"{'y' if len(detail) == 1 else 'ies'} without an edge keep their strength in the "
+                           f"model through other edges but differ from the measurement in detail: {named}"
+                           f"{' ...' if len(detail) > LISTED else ''}.", _pair_figures(detail)))
+    if strong and not lost and not detail:
+        out.append(Finding("lost-dependency", "ok", f"The {len(strong)} strong measured dependencies without "
+                           "an edge are reproduced by the model's other edges.", {"pairs": len(strong)}))
+    if len(outside) > len(strong):
+        out.append(Finding("lost-dependency", "info", f"{len(outside) - len(strong)} significant but weak "
+                           f"(Cramer's V below {STRONG_V:g}) measured dependencies have no edge in the model.",
+                           {"pairs": len(outside) - len(strong)}))
     return out
+
+
+def _pair_figures(rows: Sequence[tuple]) -> dict[str, Any]:
+    return {"pairs": [list(t.attrs) for t, *_ in rows], "cramers_v": [_r(v) for _, v, _, _ in rows],
+            "model_cramers_v": [_r(w) for _, _, w, _ in rows], "tvd": [_r(d) for *_, d in rows]}
 
 
 def small_groups_check(groups: Sequence[Measurement]) -> list[Finding]:
@@ -352,7 +290,7 @@ def convergence_check(fit: Mapping[str, Any] | None, stats: TableStats) -> list[
     misfit = any(f.severity != "ok" for f in fit_check(stats) if f.check == "fit")
     if moved is False and misfit:
         return [Finding("convergence", "fatal", f"The model fit did not move from its start (loss "
-                        f"{float(loss):.6g} after {fit.get('iterations')} iterations) although its "
+                        f"{float(loss or 0.0):.6g} after {fit.get('iterations')} iterations) although its "
                         "measurements disagree with it.", figs)]
     if fit.get("converged") is False:
         return [Finding("convergence", "caveat", f"The model fit stopped after {fit.get('iterations')} "
@@ -382,22 +320,13 @@ def _dependent(t: Table, tests: int) -> bool:
     return dof > 0 and st.chi2.sf(_dependence(t, t.m.estimate), dof) < ALPHA / tests
 
 
-def _cramers_v(table: np.ndarray) -> float:
-    t = np.clip(np.asarray(table, dtype=float), 0.0, None)
-    t = t[t.sum(1) > 0][:, t.sum(0) > 0]
-    if min(t.shape) < 2:
-        return 0.0
-    p = t / t.sum()
-    e = np.outer(p.sum(1), p.sum(0))
-    return float(np.sqrt(min(float(((p - e) ** 2 / e).sum()) / (min(t.shape) - 1), 1.0)))
+def _cramers_v(t: Table) -> float:
+    """Noise-corrected Cramer's V of the measured pair (:func:`lopub.model.table_stats.cramers_v`)."""
+    return cramers_v(t.m.values, t.m.variance)
 
 
 def _strongest(tables: Sequence[Table], k: int = LISTED) -> list[Table]:
-    return sorted(tables, key=lambda t: -_cramers_v(t.m.values))[:k]
-
-
-def _tvd(a: np.ndarray, b: np.ndarray) -> float:
-    return 0.5 * float(np.abs(np.asarray(a) - np.asarray(b)).sum())
+    return sorted(tables, key=lambda t: -_cramers_v(t))[:k]
 
 
 def _names(attrs: Sequence[str]) -> str:
