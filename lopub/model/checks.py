@@ -3,13 +3,14 @@
 Every check compares the model with the noisy measurements it was fitted to,
 in units of their own noise: a per-cell statistic
 ``sum ((a - b)^2 / var)`` over the cells with positive variance is compared
-with a chi-square of the table's degrees of freedom (cells - 1 for a
-distribution, ``(|A| - 1)(|B| - 1)`` for a pair's dependence).  Cells of
+with a chi-square of the table's degrees of freedom (cells for a
+distribution, conservatively: the noise of an unbiased estimate need not
+sum to 0; ``(|A| - 1)(|B| - 1)`` for a pair's dependence).  Cells of
 variance 0 (a one-category column, a total fixed by definition) are
-constraints, checked exactly.  Effect sizes in the messages (TVD, Cramer's V)
-are computed on the post-processed tables (``values``), the statistics on
-the unbiased estimates the variances describe (``estimate``).  "Significant" means a p-value below
-``ALPHA`` divided by the number of tables tested (Bonferroni), so a correct
+constraints, checked exactly.  Effect sizes in the messages (TVD, Cramer's
+V) are computed on the post-processed tables (``values``), the statistics
+on the unbiased estimates the variances describe (``estimate``).
+"Significant" means a p-value below ``ALPHA`` divided by the number of tables tested (Bonferroni), so a correct
 release raises a false alarm with probability below ``ALPHA`` (covariances
 between cells are not kept in a :class:`Measurement`; their sum is an
 approximation, the reason for the margins below).

@@ -44,7 +44,15 @@ class Table:
 
     @property
     def dof(self) -> int:
-        return max(int(self.pos.sum()) - 1, 0)
+        """Degrees of freedom of a table's noise: its cells of positive variance.
+
+        Not one fewer: an unbiased estimate (OUE, Bloom moments) need not sum
+        to 1, so its noise has one degree of freedom per cell; for noise that
+        does sum to 0 this is conservative (a false alarm is rarer).  A table
+        with a single such cell has none.
+        """
+        k = int(self.pos.sum())
+        return k if k > 1 else 0
 
     def noise_tvd(self) -> float:
         """Expected TVD of the noise alone: ``1/2 sum sqrt(2 var / pi)`` (mean absolute normal)."""
