@@ -23,7 +23,7 @@ from lopub.publish.evaluate import evaluate_release
 from lopub.io import atomic_write_text
 from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
                         default_clique_budget, dependency, fit, model_structure_options)
-from lopub.model.verdict import GOOD, Verdict
+from lopub.model.verdict import NOT_USABLE, Verdict
 from lopub.progress import note, warning
 from lopub.cli._commands import add_command
 from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
@@ -133,12 +133,16 @@ def cmd_fit(a: argparse.Namespace) -> None:
 
 
 def _warn_verdict(obj) -> None:
-    """The verdict's level and reasons as warnings on stderr when the release is not good."""
+    """A "not usable" verdict and its reasons as warnings on stderr (shown even with --quiet).
+
+    Caveats are printed with the fit's text (and ``--json``'s ``verdict``), not on stderr.
+    """
     verdict = Verdict.from_dict(obj)
-    if verdict is not None and verdict.level != GOOD:
-        warning(f"release verdict: {verdict.level}", command="fit")
-        for w in verdict.warnings:
-            warning(w, command="fit")
+    if verdict is None or verdict.level != NOT_USABLE:
+        return
+    warning(f"release verdict: {verdict.level}", command="fit")
+    for w in verdict.warnings:
+        warning(w, command="fit")
 
 
 def cmd_synthesize(a: argparse.Namespace) -> None:
