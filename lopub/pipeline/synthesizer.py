@@ -276,6 +276,12 @@ class Synthesizer:
         -------
         Synthesizer
             ``self``, fitted.
+
+        Warns
+        -----
+        ReleaseQualityWarning
+            The release's verdict (``verdict_``) is "not usable" or "usable
+            with caveats"; the message gives the reasons.
         """
         self._check_params()
         t0 = time.perf_counter()
