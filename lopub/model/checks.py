@@ -159,6 +159,13 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
     elif signal:
         out.append(Finding("uniform", "ok", f"The model keeps every column's measured distribution "
                            f"({len(signal)} differ from uniform beyond the noise).", {"significant": len(signal)}))
+    return out + _noise_findings(kinds, noise, informative, n, epsilon)
+
+
+def _noise_findings(kinds: dict[str, list[str]], noise: dict[str, float], informative: int,
+                    n: int | None, epsilon: float | None) -> list[Finding]:
+    """Checks 4 and 5: columns lost in noise (hopeless when most are), precisely uniform columns."""
+    out = []
     swamped = kinds["swamped"]
     if swamped and informative and len(swamped) >= HOPELESS_SHARE * informative:
         setting = (f"{n:,} users" if n else "these users") + (f" at epsilon {epsilon:g}" if epsilon else "")
@@ -173,9 +180,8 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
                            {"columns": swamped, "noise_tvd": {a: _r(noise[a]) for a in swamped}}))
     if kinds["flat"]:
         out.append(Finding("no-information", "info", f"Column(s) {_names(kinds['flat'])} are uniform "
-                           f"within their noise (a small one: expected noise TVD below {NOISY_TVD:g}): they carry little "
-                           "information.",
-                           {"columns": kinds["flat"]}))
+                           f"within their noise (a small one: expected noise TVD below {NOISY_TVD:g}): they "
+                           "carry little information.", {"columns": kinds["flat"]}))
     return out
 
 
