@@ -24,8 +24,8 @@ from lopub.publish.synthesize import synthesize
 ATTRS = ["age_group", "sex", "marital", "relationship", "household_size", "urban", "race"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REAL_ONLY = {"scores", "pair-tvd", "pairs"}
-ALWAYS = {"summary", "warnings", "privacy", "protocol", "model", "distributions", "mutual-information",
-          "structure"}
+ALWAYS = {"verdict", "summary", "warnings", "privacy", "protocol", "model", "distributions",
+          "mutual-information", "structure"}
 
 
 def fitted_model(**kw):

@@ -24,8 +24,9 @@ from lopub.formats._io import npz_format
 from lopub.io import atomic_write_text
 from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
                         default_clique_budget, dependency, fit, model_structure_options)
+from lopub.model.verdict import NOT_USABLE, Verdict
 from lopub.pipeline.options import FitOptions
-from lopub.progress import note
+from lopub.progress import note, warning
 from lopub.cli._commands import add_command
 from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress, refuse_npz,
                       read_csv, seed_arg, split_list)
@@ -62,6 +63,10 @@ def _fit_text(rep: dict) -> str:
     elif col:
         lines.append(f"collection: f {col['f']}, epsilon per record {col['epsilon_per_record']:.4g}")
     lines += [f"warning: {w}" for w in rep.get("warnings", [])]
+    verdict = Verdict.from_dict(rep.get("verdict"))
+    if verdict is not None:
+        lines.append(f"verdict: {verdict.level}")
+        lines += [f"  - {r}" for r in verdict.reasons]
     lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in s.items()))
     return "\n".join(lines)
 
@@ -137,7 +142,21 @@ def cmd_fit(a: argparse.Namespace) -> None:
             _plots(model.graph, model.tree, staged[1])
     _note_dropped([(d["a"], d["b"]) for d in rep["dropped_edges"] if not d["in_clique"]],
                   rep["clique_budget"])
+    _warn_verdict(rep.get("verdict"))
     emit(rep, a.json, _fit_text(rep) + f"\nmodel written to {a.out}")
+
+
+def _warn_verdict(obj) -> None:
+    """A "not usable" verdict and its reasons as warnings on stderr (shown even with --quiet).
+
+    Caveats are printed with the fit's text (and ``--json``'s ``verdict``), not on stderr.
+    """
+    verdict = Verdict.from_dict(obj)
+    if verdict is None or verdict.level != NOT_USABLE:
+        return
+    warning(f"release verdict: {verdict.level}", command="fit")
+    for w in verdict.warnings:
+        warning(w, command="fit")
 
 
 def cmd_synthesize(a: argparse.Namespace) -> None:

@@ -48,6 +48,10 @@ class FitReport:
     seconds : dict
         Per stage.
     warnings : list of str
+    verdict : dict or None
+        The release's verdict (:meth:`lopub.model.verdict.Verdict.to_dict`):
+        ``level`` (good / usable with caveats / not usable), ``reasons`` and
+        ``findings`` of the checks of :mod:`lopub.model.checks`.
     """
 
     n: int | None
@@ -74,6 +78,7 @@ class FitReport:
     calibration_avd_max: float = 0.0
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    verdict: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,7 +9,9 @@ the default release "pgm", structure "auto"), synthesize as many records as
 reports, evaluate the release against the true data (average TVD over all
 2-way marginals; also for the independence baseline and for the directly
 estimated pair tables themselves, so the summary shows whether the model
-step lost anything) and the learned graph against the true graphs, and write
+step lost anything) and the learned graph against the true graphs, state the
+release's verdict (:mod:`lopub.model.checks` plus the true-data finding of
+:mod:`lopub.publish.report.verdict_block`), and write
 everything into the output folder:
 
 ``true_data.csv``, ``domain.json``, ``reports.npz`` and ``plan.json``
@@ -90,6 +92,7 @@ def run_demo(a: argparse.Namespace) -> dict:
     from lopub.pipeline.options import FitOptions
     from lopub.pipeline.steps import fit, independence_model, make_estimator
     from lopub.publish.plots import plot_graph, plot_mi
+    from lopub.publish.report.verdict_block import report_verdict
     from lopub.publish.synthesize import sample_codes, write_release
 
     epsilon, f = getattr(a, "epsilon", None), getattr(a, "f", None)
@@ -146,6 +149,7 @@ def run_demo(a: argparse.Namespace) -> dict:
     plot_mi(graph, out / "graph_mi.png")
     atomic_write_text(out / "graph.json", json.dumps(
         {"graph": graph.to_dict(), "junction_tree": model.tree.to_dict()}, indent=2) + "\n")
+    verdict = report_verdict(model, syn, data)  # the fit's checks and the true-data finding
     times["evaluate"] = time.perf_counter() - t
     summary = {
         "records": data.n, "attributes": len(bn.domain), **collection, "phi": phi,
@@ -159,8 +163,12 @@ def run_demo(a: argparse.Namespace) -> dict:
         "true_edges_recovered": f"{vs_skeleton['true_edges'] - vs_skeleton['lost']}/{vs_skeleton['true_edges']}",
         "accuracy_vs_exact_mi_graph": round(vs_mi["accuracy"], 4),
         "added_vs_exact_mi_graph": vs_mi["added"], "lost_vs_exact_mi_graph": vs_mi["lost"],
+        "verdict": None if verdict is None else verdict.level,
+        "verdict_reasons": [] if verdict is None else verdict.reasons,
         "output": str(out),
     }
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     say(json.dumps(summary, indent=2))
+    if verdict is not None:
+        say(verdict.summary())
     return summary

@@ -31,6 +31,7 @@ from lopub.dependency.structure import STRUCTURES, structure_graph  # noqa: F401
 from lopub.dependency.junction import JunctionTree, junction_tree
 from lopub.data.domain import Domain
 from lopub.errors import BudgetError
+from lopub.model.checks import fit_verdict
 from lopub.model.fit_result import FitReport, FitResult
 from lopub.model.graphical import Model
 from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
@@ -252,6 +253,7 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
         method=getattr(cache.source, "method", o.method), release=release, structure=o.structure,
         prune=o.prune, clique_budget=clique_budget, model_phi=dg.phi if o.model_phi is None else o.model_phi,
         seconds={k: round(v, 3) for k, v in secs.items()}, **extra))
+    report.verdict = fit_verdict(cache, model, report).to_dict()
     model.meta["fit"] = report.to_dict()
     return FitResult(model, report)
 
@@ -341,7 +343,7 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[M
     notes = [] if mrf.converged else [(
         f"model fit did not converge (stopped: {mrf.stop}, {mrf.iterations} iterations, certified gap "
         f"{gap}); raise fit_options['max_iter'] or check the measurements' variances")]
-    summary = dict(mrf.summary(), regions=len(outside),
+    summary = dict(mrf.summary(), regions=len(outside), initial_loss=float(mrf.losses[0]) if mrf.losses else None,
                    inference="exact" if not outside else "exact tree + relaxed regions")
     extra = {"measurements": [list(m.attrs) for m in ms + outside], "model_fit": summary,
              "warnings": notes,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
@@ -37,6 +38,7 @@ from lopub.errors import DomainError
 from lopub.model.fit_result import FitReport
 from lopub.data.marginal import Marginal
 from lopub.model.graphical import Model
+from lopub.model.verdict import GOOD, ReleaseQualityWarning, Verdict
 from lopub.pipeline.options import FitOptions
 from lopub.pipeline.steps import fit as fit_pipeline
 from lopub.publish.synthesize import synthesize
@@ -133,10 +135,16 @@ class SynthesizerReport:
                 "max_clique_cells": max(self.fit.clique_cells, default=0)}
 
     @property
+    def verdict(self) -> Verdict | None:
+        """The release's verdict (:class:`~lopub.model.verdict.Verdict`; None for an older model file)."""
+        return Verdict.from_dict(self.fit.verdict)
+
+    @property
     def warnings(self) -> list[str]:
-        """The collection's warning (high epsilon) and the fit's."""
+        """The collection's warning (high epsilon), the fit's and the verdict's reasons."""
         first = [self.collection.warning] if self.collection.warning else []
-        return first + list(self.fit.warnings)
+        verdict = self.verdict
+        return first + list(self.fit.warnings) + ([] if verdict is None else verdict.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection.to_dict(), "fit": self.fit.to_dict(),
@@ -177,6 +185,12 @@ class Synthesizer:
     model_ : Model
     domain_ : Domain
     fit_report_ : SynthesizerReport
+    verdict_ : Verdict or None
+        Good / usable with caveats / not usable, with the reasons
+        (:mod:`lopub.model.checks`); :meth:`fit` and :meth:`fit_reports`
+        emit a :class:`~lopub.model.verdict.ReleaseQualityWarning` (a
+        ``UserWarning``) when it is not "good".  None for a model file
+        written before verdicts.
 
     Examples
     --------
@@ -265,6 +279,12 @@ class Synthesizer:
         -------
         Synthesizer
             ``self``, fitted.
+
+        Warns
+        -----
+        ReleaseQualityWarning
+            The release's verdict (``verdict_``) is "not usable" or "usable
+            with caveats"; the message gives the reasons.
         """
         self._check_params()
         t0 = time.perf_counter()
@@ -308,6 +328,9 @@ class Synthesizer:
         rounded = {k: round(v, 3) for k, v in seconds.items()}
         self.fit_report_ = SynthesizerReport(info, result.report, rounded)
         self.model_.meta["synthesizer"] = self._meta()
+        self.verdict_ = self.fit_report_.verdict
+        if self.verdict_ is not None and self.verdict_.level != GOOD:
+            warnings.warn(self.verdict_.warning_text(), ReleaseQualityWarning, stacklevel=3)
         return self
 
     def _dataset(self, data: Any) -> Dataset:
@@ -402,6 +425,7 @@ class Synthesizer:
         self.model_, self.domain_ = model, model.domain
         self.fit_report_ = SynthesizerReport(CollectionReport(**meta["collection"]), FitReport(**fit),
                                              dict(meta.get("seconds", {})))
+        self.verdict_ = self.fit_report_.verdict
         return self
 
 

@@ -2,6 +2,9 @@
 
 Sections (``<section id=...>``):
 
+``verdict``
+    first: good / usable with caveats / not usable and the reasons
+    (:mod:`lopub.publish.report.verdict_block`);
 ``summary``, ``warnings``, ``privacy``, ``protocol``, ``model``
     always (``protocol`` says so when no collection parameters are stored);
 ``scores``, ``pair-tvd``, ``pairs`` (real data only)
@@ -42,6 +45,7 @@ from lopub.publish.report import figures
 from lopub.publish.report.data import as_dataset
 from lopub.publish.report.notes import collection_of, privacy_statement, release_warnings
 from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_matrix, quality_scores
+from lopub.publish.report import verdict_block
 
 MAX_PAIR_ROWS = 300
 CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;
@@ -114,7 +118,9 @@ def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: 
     if rl is not None:
         ctx.scores = quality_scores(model, rl, ctx.release)
     title = title or "lopub release report"
-    body = [f"<h1>{_e(title)}</h1>", _summary(ctx), _warnings(ctx), _privacy(ctx), _protocol(ctx),
+    verdict = verdict_block.report_verdict(model, ctx.release, rl)
+    body = [f"<h1>{_e(title)}</h1>", verdict_block.verdict_section(verdict, real_given=rl is not None),
+            _summary(ctx), _warnings(ctx), _privacy(ctx), _protocol(ctx),
             _model_section(ctx)]
     if rl is not None:
         body.append(_scores(ctx))
@@ -125,7 +131,7 @@ def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: 
     body.append(_pairs(ctx) if rl is not None else _absent())
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<meta name=\"generator\" content=\"lopub {__version__}\">\n<title>{_e(title)}</title>\n"
-            f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+            f"<style>{CSS}{verdict_block.CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
 
 def write_report(path: str | os.PathLike, model: Any, synthetic: Any = None, real: Any = None, *,
@@ -157,7 +163,7 @@ def _warnings(ctx: _Inputs) -> str:
     ws = release_warnings(ctx.model, synthetic_n=None if ctx.synthetic is None else ctx.synthetic.n,
                           real_n=None if ctx.real is None else ctx.real.n)
     if not ws:
-        return _section("warnings", "Warnings", "<p>No warnings.</p>")
+        return _section("warnings", "Warnings", "<p>No warnings beyond the verdict above.</p>")
     items = "".join(f"<div class=\"warn{' danger' if w.startswith(('High epsilon', 'No privacy')) else ''}\">"
                     f"{_e(w)}</div>" for w in ws)
     return _section("warnings", f"Warnings ({len(ws)})", items)

@@ -1,0 +1,364 @@
+"""Checks of a fitted release that need no true data, and :func:`assess`, its verdict.
+
+Every check compares the model with the noisy measurements it was fitted to,
+in units of their own noise: a per-cell statistic
+``sum ((a - b)^2 / var)`` over the cells with positive variance is compared
+with a chi-square of the table's degrees of freedom (cells for a
+distribution, conservatively: the noise of an unbiased estimate need not
+sum to 0; ``(|A| - 1)(|B| - 1)`` for a pair's dependence).  Cells of
+variance 0 (a one-category column, a total fixed by definition) are
+constraints, checked exactly.  Effect sizes in the messages (TVD, Cramer's
+V) are computed on the post-processed tables (``values``), the statistics
+on the unbiased estimates the variances describe (``estimate``).
+"Significant" means a p-value below ``ALPHA`` divided by the number of tables tested (Bonferroni), so a correct
+release raises a false alarm with probability below ``ALPHA`` (covariances
+between cells are not kept in a :class:`Measurement`; their sum is an
+approximation, the reason for the margins below).
+
+1. **fit**: the model's marginals against every measurement inside a model
+   clique (total chi-square vs its degrees of freedom; gross when over
+   ``GROSS_RATIO`` times the degrees of freedom with a table off by more
+   than ``GROSS_TVD``).
+2. **uniform / independence**: columns whose measurement differs from
+   uniform significantly but whose model marginal does not (the model lost
+   the signal); measured pairs with significant dependence that the model
+   holds as independent.
+3. **lost-dependency**: measured pairs outside every clique with a
+   significant and strong (Cramer's V >= ``STRONG_V``) dependence that the
+   model's implied table (by inference) misses significantly, keeping less
+   than ``KEPT_SHARE`` of its strength.
+4. **no-information**: one-category columns; columns whose measurement is
+   indistinguishable from uniform (within noise: a caveat when the noise is
+   large, a note when it is small enough to say the column *is* near uniform).
+5. **small-groups / hopeless**: marginal-sampling subsets with fewer than
+   ``MIN_GROUP_USERS`` users; most columns lost in
+   noise (the budget cannot support a release at this number of users).
+6. **convergence**: a model fit that stopped before its tolerance, or that
+   did not move from its (uniform) start (its loss fell by less than
+   ``MOVED_SHARE`` of the initial loss) while its measurements disagree with it.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy import stats as st
+
+from lopub.data.marginal import Marginal
+from lopub.estimate.measurement import Measurement
+from lopub.model.table_stats import (Table, TableStats, as_measurement, cramers_v, gather_measurements,
+                                     table_tvd)
+from lopub.model.verdict import Finding, Verdict
+
+ALPHA = 1e-3          # family-wise false-alarm rate of every "significant" statement
+EXACT_ATOL = 1e-6     # an exact cell the model misses by more is violated
+NOISY_TVD = 0.05      # expected TVD of the noise above which a flat measurement says nothing
+STRONG_V = 0.3        # Cramer's V of a strong dependency (SDMetrics' association threshold)
+LOST_SHARE = 0.25     # a model statistic below this share of the measured one lost the signal
+GROSS_RATIO = 10.0    # chi2 / dof of a gross misfit ...
+GROSS_TVD = 0.1       # ... with a table the model misses by this TVD
+HOPELESS_SHARE = 0.5  # share of informative columns lost in noise that makes a release hopeless
+MIN_GROUP_USERS = 30  # fewer users than this behind one marginal-sampling subset is a small group
+MOVED_SHARE = 1e-3    # a fit whose loss fell by less than this share of its start did not move
+KEPT_SHARE = 0.5      # a model holding less than this share of a measured Cramer's V lost it
+MAX_INFERRED = 200    # outside pairs whose model table is inferred (strongest first)
+LISTED = 5            # attributes or pairs named in one message
+
+
+def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, Any] | None = None,
+           groups: Sequence[Measurement] | None = None, n: int | None = None,
+           epsilon: float | None = None) -> Verdict:
+    """The verdict of ``model`` against the noisy ``measurements`` (no true data).
+
+    Parameters
+    ----------
+    model : Model
+        Anything with ``tree.cliques`` and ``project(attrs)``.
+    measurements : sequence of Measurement
+        Measured tables (one-way, pairs, larger sets) with per-cell
+        variances: those inside a model clique are what the model should fit;
+        pairs outside every clique are dependencies it dropped.  A plain
+        Marginal gets the multinomial variance of its ``n``; tables marked
+        "not measured" are ignored.
+    fit : mapping, optional
+        The model fit's summary (``loss``, ``iterations``, ``converged``,
+        ``initial_loss``; its own ``chi2``/``dof`` when present are recorded).
+    groups : sequence of Measurement, optional
+        Marginal sampling: one measurement per planned subset, ``n`` its users.
+    n : int, optional
+        Users behind the release.
+    epsilon : float, optional
+        Per-record budget (named when the setting is hopeless).
+
+    Returns
+    -------
+    Verdict
+    """
+    ms = [m for m in (as_measurement(t) for t in measurements) if m is not None]
+    stats = TableStats.of(model, ms)
+    found = fit_check(stats) + uniform_check(stats, n=n, epsilon=epsilon) + independence_check(stats)
+    found += lost_dependency_check(stats) + small_groups_check(groups or []) + convergence_check(fit, stats)
+    return Verdict.of(found)
+
+
+# the checks ------------------------------------------------------------------
+def fit_check(stats: TableStats) -> list[Finding]:
+    """Check 1: the model's marginals against the measurements inside its cliques."""
+    tables = stats.inside
+    if not tables:
+        return []
+    broken = [(t, float(np.max(np.abs(t.fitted - t.m.estimate)[~t.pos]))) for t in tables if (~t.pos).any()]
+    broken = [(t, d) for t, d in broken if d > EXACT_ATOL]
+    out = [Finding("fit", "fatal", f"The model breaks exact measurements (variance 0): "
+                   f"{_sets([t.attrs for t, _ in broken])} differ by up to {max(d for _, d in broken):.3g}.",
+                   {"sets": [list(t.attrs) for t, _ in broken]})] if broken else []
+    chi2 = sum(t.stat(t.fitted, t.m.estimate) for t in tables)
+    dof = sum(t.dof for t in tables)
+    if dof == 0:
+        return out
+    worst = max(tables, key=lambda t: table_tvd(t.fitted, t.m.values))
+    wtvd = table_tvd(worst.fitted, worst.m.values)
+    p_value = float(st.chi2.sf(chi2, dof))
+    figs = {"chi2": _r(chi2), "dof": dof, "ratio": _r(chi2 / dof), "p_value": p_value,
+            "tables": len(tables), "worst": list(worst.attrs), "worst_tvd": _r(wtvd)}
+    text = f"chi-square {chi2:,.1f} on {dof:,} degrees of freedom over {len(tables)} measured tables"
+    if chi2 / dof > GROSS_RATIO and wtvd > GROSS_TVD:
+        out.append(Finding("fit", "fatal", f"The model does not fit its measurements: {text} "
+                           f"({chi2 / dof:.3g} times what their noise explains); worst "
+                           f"({', '.join(worst.attrs)}), off by TVD {wtvd:.3f}.", figs))
+    elif p_value < ALPHA:
+        out.append(Finding("fit", "caveat", f"The model fits its measurements worse than their noise "
+                           f"explains: {text}; worst ({', '.join(worst.attrs)}), TVD {wtvd:.3f}.", figs))
+    else:
+        out.append(Finding("fit", "ok", f"The model fits its measurements within their noise: {text}.", figs))
+    return out
+
+
+def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | None = None) -> list[Finding]:
+    """Checks 2, 4 and 5 (one-way): signal lost by the model, constant columns, columns lost in noise."""
+    kinds: dict[str, list[str]] = {"constant": [], "lost": [], "swamped": [], "flat": [], "kept": []}
+    noise = {}
+    tests = max(len(stats.one), 1)
+    for a, t in stats.one.items():
+        noise[a] = t.noise_tvd()
+        kinds[_one_way_kind(t, tests)].append(a)
+    out = []
+    if kinds["constant"]:
+        out.append(Finding("no-information", "info", f"Column(s) {_names(kinds['constant'])} have one "
+                           "category: they carry no information and pass through unchanged.",
+                           {"columns": kinds["constant"]}))
+    informative = len(stats.one) - len(kinds["constant"])
+    signal = kinds["lost"] + kinds["kept"]
+    if kinds["lost"]:
+        fatal = 2 * len(kinds["lost"]) >= len(signal)
+        out.append(Finding("uniform", "fatal" if fatal else "caveat", f"The model's distribution of "
+                           f"{_names(kinds['lost'])} is uniform although the measurements differ from "
+                           f"uniform far beyond their noise ({len(kinds['lost'])} of {len(signal)} such "
+                           "columns): the release does not hold what was measured.",
+                           {"columns": kinds["lost"], "significant": len(signal)}))
+    elif signal:
+        out.append(Finding("uniform", "ok", f"The model keeps every column's measured distribution "
+                           f"({len(signal)} differ from uniform beyond the noise).", {"significant": len(signal)}))
+    return out + _noise_findings(kinds, noise, informative, n, epsilon)
+
+
+def _noise_findings(kinds: dict[str, list[str]], noise: dict[str, float], informative: int,
+                    n: int | None, epsilon: float | None) -> list[Finding]:
+    """Checks 4 and 5: columns lost in noise (hopeless when most are), precisely uniform columns."""
+    out = []
+    swamped = kinds["swamped"]
+    if swamped and informative and len(swamped) >= HOPELESS_SHARE * informative:
+        setting = (f"{n:,} users" if n else "these users") + (f" at epsilon {epsilon:g}" if epsilon else "")
+        med = float(np.median([noise[a] for a in swamped]))
+        out.append(Finding("hopeless", "fatal", f"The noise swamps the data: with {setting}, {len(swamped)} "
+                           f"of {informative} columns are indistinguishable from uniform (typical expected "
+                           f"noise TVD {med:.2f} per column); collect from many more users or spend a larger "
+                           "epsilon.", {"columns": swamped, "noise_tvd": _r(med), "n": n, "epsilon": epsilon}))
+    elif swamped:
+        out.append(Finding("no-information", "caveat", f"Column(s) {_names(swamped)} are indistinguishable "
+                           "from uniform within their (large) noise: their released distribution is noise.",
+                           {"columns": swamped, "noise_tvd": {a: _r(noise[a]) for a in swamped}}))
+    if kinds["flat"]:
+        out.append(Finding("no-information", "info", f"Column(s) {_names(kinds['flat'])} are uniform "
+                           f"within their noise (a small one: expected noise TVD below {NOISY_TVD:g}): they "
+                           "carry little information.", {"columns": kinds["flat"]}))
+    return out
+
+
+def _one_way_kind(t: Table, tests: int) -> str:
+    k = t.m.values.size
+    if k == 1:
+        return "constant"
+    u = np.full(k, 1.0 / k)
+    y = t.m.estimate.reshape(-1)
+    dof = t.dof
+    stat_y = t.stat(y, u)
+    if dof == 0 or st.chi2.sf(stat_y, dof) >= ALPHA / tests:
+        return "swamped" if t.noise_tvd() > NOISY_TVD else "flat"
+    if t.mu is not None and _lost(t.stat(t.mu.reshape(-1), u), stat_y, dof):
+        return "lost"
+    return "kept"
+
+
+def independence_check(stats: TableStats) -> list[Finding]:
+    """Check 2 (pairs): measured dependence the model holds as independence."""
+    tests = max(len(stats.pairs), 1)
+    sig = [t for t in stats.pairs if _dependent(t, tests)]
+    if not sig:
+        return []
+    inside = [t for t in sig if t.mu is not None]
+    if all(len(c) == 1 for c in stats.model.tree.cliques):
+        return [Finding("independence", "caveat", f"The model holds every attribute independent (no edge) "
+                        f"although {len(sig)} measured pair(s) show significant dependence, e.g. "
+                        f"{_sets([t.attrs for t in _strongest(sig)])}.", {"significant_pairs": len(sig)})]
+    lost = [t for t in inside if _lost(_dependence(t, t.fitted), _dependence(t, t.m.estimate), _pair_dof(t))]
+    if lost:
+        return [Finding("independence", "caveat", f"The model holds {len(lost)} measured dependence(s) as "
+                        f"independence although it was fitted to them: {_sets([t.attrs for t in lost])}.",
+                        {"pairs": [list(t.attrs) for t in lost]})]
+    return [Finding("independence", "ok", f"The model keeps all {len(inside)} significant dependencies "
+                    "measured inside its cliques.", {"significant_pairs": len(inside)})] if inside else []
+
+
+def lost_dependency_check(stats: TableStats) -> list[Finding]:
+    """Check 3: strong measured dependencies that no edge kept and the model does not hold.
+
+    A pair outside every clique may still be carried by a path of edges; it
+    is lost when the model's implied table (by inference) misses the
+    measured one significantly *and* holds less than ``KEPT_SHARE`` of its
+    strength (Cramer's V); a significant miss with the strength kept is a
+    note (the detail of the table differs).  At most ``MAX_INFERRED`` pairs,
+    strongest first, are inferred.
+    """
+    tests = max(len(stats.pairs), 1)
+    outside = [t for t in stats.pairs if t.mu is None and _dependent(t, tests)]
+    strong = [t for t in _strongest(outside, MAX_INFERRED) if _cramers_v(t) >= STRONG_V]
+    lost: list[tuple[Table, float, float, float]] = []
+    detail: list[tuple[Table, float, float, float]] = []
+    for t in strong:
+        mu = stats.model.project(list(t.attrs)).values
+        if st.chi2.sf(t.stat(mu, t.m.estimate), max(t.dof, 1)) < ALPHA / tests:
+            row = (t, _cramers_v(t), cramers_v(mu), table_tvd(mu, t.m.values))
+            (lost if row[2] < KEPT_SHARE * row[1] else detail).append(row)
+    out = []
+    if lost:
+        named = ", ".join(f"({', '.join(t.attrs)}) V {v:.2f} measured, {w:.2f} in the model"
+                          for t, v, w, _ in lost[:LISTED])
+        out.append(Finding("lost-dependency", "caveat", f"{len(lost)} strong measured dependenc"
+                           f"{'y is' if len(lost) == 1 else 'ies are'} kept by no edge and mostly lost by the "
+                           f"model (weak in the release): {named}{' ...' if len(lost) > LISTED else ''}.",
+                           _pair_figures(lost)))
+    if detail:
+        named = ", ".join(f"({', '.join(t.attrs)}) TVD {d:.2f}" for t, _, _, d in detail[:LISTED])
+        out.append(Finding("lost-dependency", "info", f"{len(detail)} strong measured dependenc"
+                           f"{'y' if len(detail) == 1 else 'ies'} without an edge keep their strength in the "
+                           f"model through other edges but differ from the measurement in detail: {named}"
+                           f"{' ...' if len(detail) > LISTED else ''}.", _pair_figures(detail)))
+    if strong and not lost and not detail:
+        out.append(Finding("lost-dependency", "ok", f"The {len(strong)} strong measured dependencies without "
+                           "an edge are reproduced by the model's other edges.", {"pairs": len(strong)}))
+    if len(outside) > len(strong):
+        out.append(Finding("lost-dependency", "info", f"{len(outside) - len(strong)} significant but weak "
+                           f"(Cramer's V below {STRONG_V:g}) measured dependencies have no edge in the model.",
+                           {"pairs": len(outside) - len(strong)}))
+    return out
+
+
+def _pair_figures(rows: Sequence[tuple]) -> dict[str, Any]:
+    return {"pairs": [list(t.attrs) for t, *_ in rows], "cramers_v": [_r(v) for _, v, _, _ in rows],
+            "model_cramers_v": [_r(w) for _, _, w, _ in rows], "tvd": [_r(d) for *_, d in rows]}
+
+
+def small_groups_check(groups: Sequence[Measurement]) -> list[Finding]:
+    """Check 5: marginal-sampling subsets with too few users."""
+    if not groups:
+        return []
+    small = [(m, int(m.n or 0)) for m in groups if int(m.n or 0) < MIN_GROUP_USERS]
+    fewest = min(int(m.n or 0) for m in groups)
+    if not small:
+        return [Finding("small-groups", "ok", f"Every one of the {len(groups)} attribute sets got at least "
+                        f"{fewest:,} users.", {"sets": len(groups), "fewest_users": fewest})]
+    named = "; ".join(f"({', '.join(m.attrs)}): {u} users for {m.values.size} cells" for m, u in small[:LISTED])
+    return [Finding("small-groups", "caveat", f"{len(small)} of {len(groups)} attribute sets got fewer than "
+                    f"{MIN_GROUP_USERS} users, so their tables are mostly noise: "
+                    f"{named}{' ...' if len(small) > LISTED else ''}.",
+                    {"sets": [list(m.attrs) for m, _ in small], "users": [u for _, u in small]})]
+
+
+def convergence_check(fit: Mapping[str, Any] | None, stats: TableStats) -> list[Finding]:
+    """Check 6: a model fit that stopped early or never moved."""
+    if not fit:
+        return []
+    figs = {k: fit[k] for k in ("loss", "initial_loss", "iterations", "converged", "chi2", "dof") if k in fit}
+    loss, start = fit.get("loss"), fit.get("initial_loss")
+    moved = fit.get("moved")
+    if moved is None and loss is not None and start is not None:
+        moved = float(start) - float(loss) > MOVED_SHARE * abs(float(start))
+    misfit = any(f.severity != "ok" for f in fit_check(stats) if f.check == "fit")
+    if moved is False and misfit:
+        return [Finding("convergence", "fatal", f"The model fit did not move from its start (loss "
+                        f"{float(loss or 0.0):.6g} after {fit.get('iterations')} iterations) although its "
+                        "measurements disagree with it.", figs)]
+    if fit.get("converged") is False:
+        return [Finding("convergence", "caveat", f"The model fit stopped after {fit.get('iterations')} "
+                        "iterations before reaching its tolerance (raise max_iter).", figs)]
+    return []
+
+
+# statistics ------------------------------------------------------------------
+def _lost(model_stat: float, measured_stat: float, dof: int) -> bool:
+    """The model's statistic is within noise of zero and a small share of the measured one."""
+    return model_stat < min(float(st.chi2.ppf(1.0 - ALPHA, max(dof, 1))), LOST_SHARE * measured_stat)
+
+
+def _pair_dof(t: Table) -> int:
+    a, b = t.m.values.shape
+    return (a - 1) * (b - 1)
+
+
+def _dependence(t: Table, p: np.ndarray) -> float:
+    """``sum (p_ab - p_a p_b)^2 / var_ab``: the pair's distance from the product of its margins."""
+    p = np.asarray(p, dtype=float)
+    return t.stat(p, np.outer(p.sum(1), p.sum(0)))
+
+
+def _dependent(t: Table, tests: int) -> bool:
+    dof = _pair_dof(t)
+    return dof > 0 and st.chi2.sf(_dependence(t, t.m.estimate), dof) < ALPHA / tests
+
+
+def _cramers_v(t: Table) -> float:
+    """Noise-corrected Cramer's V of the measured pair (:func:`lopub.model.table_stats.cramers_v`)."""
+    return cramers_v(t.m.values, t.m.variance)
+
+
+def _strongest(tables: Sequence[Table], k: int = LISTED) -> list[Table]:
+    return sorted(tables, key=lambda t: -_cramers_v(t))[:k]
+
+
+def _names(attrs: Sequence[str]) -> str:
+    return ", ".join(attrs[:LISTED]) + (f" and {len(attrs) - LISTED} more" if len(attrs) > LISTED else "")
+
+
+def _sets(sets: Sequence[Sequence[str]]) -> str:
+    return ", ".join(f"({', '.join(s)})" for s in sets[:LISTED]) + (" ..." if len(sets) > LISTED else "")
+
+
+def _r(x: float) -> float:
+    return float(f"{float(x):.4g}")
+
+
+def fit_verdict(cache: Any, model: Any, report: Any) -> Verdict:
+    """The verdict :func:`lopub.pipeline.steps.fit` stores: :func:`assess` on what ``cache`` holds.
+
+    ``report`` is the :class:`~lopub.model.fit_result.FitReport` (its
+    measured sets, model-fit summary, users and collection); a cache over
+    marginal-sampling measurements (``cache.source.measurements()``) also
+    gives the per-subset groups.
+    """
+    source = getattr(cache, "source", None)
+    per_set = getattr(source, "measurements", None)
+    groups = [m for m in per_set() if isinstance(m, Measurement)] if callable(per_set) else []
+    eps = (report.collection or {}).get("epsilon_per_record")
+    return assess(model, gather_measurements(cache, report.measurements), fit=report.model_fit,
+                  groups=groups, n=report.n, epsilon=None if eps is None else float(eps))
