@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lopub.reports import privacy
 from lopub.cli._commands import add_command
-from lopub.cli._common import (add_na_values, add_verbosity, dataset_from_file, default, emit, read_csv,
-                      seed_arg)
+from lopub.cli._common import (add_missing, add_na_values, add_verbosity, dataset_from_file, default, emit,
+                               read_csv, seed_arg)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lopub.data.domain import Domain
@@ -76,6 +76,13 @@ def cmd_schema(a: argparse.Namespace) -> None:
                           max_categories=a.max_categories, columns=cols, missing=a.missing,
                           na_values=tuple(NA_TOKENS) + tuple(a.na_values),
                           identifiers="keep" if a.keep_ids else "exclude", provenance=a.provenance)
+    dropped = {c.column: c.missing_share for c in report.columns if c.missing_share and a.missing == "drop"}
+    if dropped:  # not an error here: the schema is valid, but these rows must be dropped to collect
+        from lopub.progress import warning
+
+        warning("missing values ignored when inferring categories (" + ", ".join(
+            f"{c}: {round(s * len(df))}" for c, s in dropped.items()) + "); the rows holding them "
+            "must be dropped when collecting (lopub collect --missing drop)")
     obj = report.domain.to_dict()
     if report.privacy_note:
         obj["privacy"] = report.privacy_note
@@ -154,11 +161,11 @@ def cmd_encode(a: argparse.Namespace) -> None:
         from lopub.data.domain import Domain
 
         domain = Domain.from_json(a.domain)
-        data = dataset_from_file(a.csv, domain, a.na_values)
+        data = dataset_from_file(a.csv, domain, a.na_values, a.missing)
         target, spec = None, bloom_spec(domain, plan(domain, data.n, a.epsilon), key=a.key)
     else:
         target, spec = _encode_target(a)
-        data = dataset_from_file(a.csv, spec.domain, a.na_values)
+        data = dataset_from_file(a.csv, spec.domain, a.na_values, a.missing)
     reports = encode(data, spec, rng=a.seed)
     if spec.epsilon > 10:  # once the reports exist (not before an error)
         from lopub.collect import privacy_statement
@@ -191,10 +198,40 @@ def cmd_privacy(a: argparse.Namespace) -> None:
                                 for k, v in out.items()))
 
 
+def _inspect_npz(path: str) -> dict | None:
+    """Summary of an ``.npz`` reports file (marginal sampling, one attribute, frequency oracle);
+    None when ``path`` is no ZIP archive."""
+    from lopub.cli.oracle_files import MARGINAL_FORMAT, load_reports, npz_format
+
+    if os.path.isdir(path) or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"PK":
+            return None
+    if npz_format(path) == MARGINAL_FORMAT:
+        from lopub.collect import MarginalReports
+
+        r = MarginalReports.load(path)
+        sizes = r.group_sizes()
+        one = all(len(x) == 1 for x in r.plan.subsets)
+        return {"file": path, "protocol": "one-attribute" if one else "marginals", "n": r.n,
+                "epsilon_per_record": float(r.plan.epsilon), "subsets": len(r.plan.subsets),
+                "fewest_users_per_subset": int(sizes.min()), "attribute_names": list(r.plan.domain.attrs),
+                "read_with": f"lopub fit {path}; lopub estimate-freq {path}"}
+    meta, _ = load_reports(path)
+    return {"file": path, "protocol": meta["protocol"], "solution": meta["solution"], "n": meta["n"],
+            "epsilon": meta["epsilon"], "attribute_names": list(meta["attrs"]),
+            "read_with": f"lopub estimate-freq {path}"}
+
+
 def cmd_inspect(a: argparse.Namespace) -> None:
     from lopub.progress import warning
     from lopub.reports.dataset import ReportsDataset
 
+    npz = _inspect_npz(a.reports)
+    if npz is not None:
+        emit(npz, a.json, "\n".join(f"{k}: {v}" for k, v in npz.items()))
+        return
     ds = ReportsDataset.open(a.reports)
     if ds.is_folder:
         ds.verify()
@@ -288,6 +325,7 @@ def _register_encode(sub: Any) -> None:
     e.add_argument("--json", action="store_true")
     add_spec_options(e)
     add_na_values(e)
+    add_missing(e)
     add_verbosity(e)
     e.set_defaults(func=cmd_encode)
 

@@ -11,8 +11,8 @@ steward to review before collecting.  Rules, column by column:
   for datetime values or ISO dates (``2024-01-31``, optionally with a time);
   else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
 * **identifiers**: a text column whose values are unique in at least 90 % of
-  its (>= 20) rows, or an integer column of distinct values filling a range
-  of at most 2 N, is identifier-like and left out (``identifiers="keep"``, or
+  its (>= 20) rows, or an integer column of N >= 1,000 distinct values filling
+  a range of at most 2 N (a row number), is identifier-like and left out (``identifiers="keep"``, or
   naming it in ``columns``, keeps it).
 * **numeric columns** keep one category per value when they have at most
   ``max_categories`` distinct values, else are binned: ``edges`` given for
@@ -349,9 +349,12 @@ def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str
     if n < 20:
         return None
     if kind == "text":
-        distinct = present.astype(str).str.strip().nunique()
-        return f"{distinct} distinct values in {n} rows" if distinct >= 0.9 * n else None
-    if kind == "integer" and values is not None:
+        text = present.astype(str).str.strip()
+        distinct = text.nunique()
+        numeric = np.isfinite(pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)).mean()
+        return (f"{distinct} distinct values in {n} rows" if distinct >= 0.9 * n and numeric < 0.5
+                else None)
+    if kind == "integer" and values is not None and n >= 1000:
         distinct = np.unique(values).size
         if distinct == n and values.max() - values.min() + 1 <= 2 * n:
             return f"{n} distinct integers from {values.min():.0f} to {values.max():.0f}, one per row"
@@ -410,7 +413,7 @@ def _missing_label(cats: tuple[str, ...]) -> str:
 
 def _missing_note(raw: pd.Series, missing: np.ndarray, o: _Options) -> str:
     tokens = sorted(set(raw[missing & raw.notna().to_numpy()].astype(str).str.strip()))
-    how = f" (empty cells{', ' + ', '.join(repr(t) for t in tokens) if tokens else ''})"
+    how = " (" + ", ".join((["empty cells"] if raw.isna().any() else []) + [repr(t) for t in tokens]) + ")"
     what = {"category": "kept as their own category",
             "drop": "no category: drop these rows before collecting (--missing drop)",
             "refuse": ""}[o.missing]
