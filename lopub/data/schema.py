@@ -376,9 +376,9 @@ def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | N
         return b, _bin_labels(b, kind), [how]
     if values is not None and np.unique(values).size > o.max_categories:
         check_memory(160.0 * (o.bins + 1), "bins", o.bins, f"the quantile bins of column {name!r}")
-        b, notes = numeric_binning(values, o.bins)
-        if b is not None:
-            return b, _bin_labels(b, kind), notes
+        inferred, notes = numeric_binning(values, o.bins)
+        if inferred is not None:
+            return inferred, _bin_labels(inferred, kind), notes
     if kind == "date" and values is not None:
         labels = sorted({str(v).strip() for v in present.astype(str)})
     else:

@@ -53,9 +53,9 @@ def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list
     return Binning(tuple(edges), tuple(points)), notes + ["quantile bins (inferred from the data)"]
 
 
-def _drop_empty(edges: np.ndarray, rest: np.ndarray) -> np.ndarray:
+def _drop_empty(grid: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """Merge every interval holding none of ``rest`` into its neighbour."""
-    edges = list(edges)
+    edges = [float(e) for e in grid]
     while len(edges) > 2:  # loop over intervals (a handful), not records
         idx = np.clip(np.searchsorted(edges, rest, side="right") - 1, 0, len(edges) - 2)
         counts = np.bincount(idx, minlength=len(edges) - 1)
