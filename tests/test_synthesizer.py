@@ -90,7 +90,7 @@ def test_params_and_repr():
     s = Synthesizer(epsilon=2.5, protocol="marginals", bins=5)
     p = s.get_params()
     assert p["epsilon"] == 2.5 and p["protocol"] == "marginals" and p["bins"] == 5
-    assert p["method"] == lopub.pipeline.steps.fit.__kwdefaults__["method"]
+    assert p["method"] == lopub.pipeline.options.FitOptions().method  # fit's default, from one place
     assert p["clique_budget"] is None  # fit's default for the release (lopub.pipeline.steps.default_clique_budget)
     assert repr(s).startswith("Synthesizer(epsilon=2.5, protocol='marginals'")
     assert "bins=5" in repr(s)

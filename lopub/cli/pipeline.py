@@ -23,6 +23,7 @@ from lopub.publish.evaluate import evaluate_release
 from lopub.io import atomic_write_text
 from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
                         default_clique_budget, dependency, fit, model_structure_options)
+from lopub.pipeline.options import FitOptions
 from lopub.progress import note
 from lopub.cli._commands import add_command
 from lopub.cli._common import (add_na_values, add_verbosity, default, emit, load_bloom_reports, progress,
@@ -31,7 +32,8 @@ from lopub.cli._outputs import check_output_path, staged_outputs
 from lopub.cli._scale import add_scale_options, reports_for, scale_options
 
 __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
-DEFAULT_METHOD = default(fit, "method")
+FIT_DEFAULTS = FitOptions()  # every default of lopub fit / graph, from one place
+DEFAULT_METHOD = FIT_DEFAULTS.method
 
 
 def _fit_text(rep: dict) -> str:
@@ -113,9 +115,10 @@ def cmd_fit(a: argparse.Namespace) -> None:
         raise ValueError(f"reports file {a.reports!r} holds no reports (n = 0); nothing to estimate from")
     opts = {} if a.tol is None else {"tol": a.tol}
     opts.update(scale_options(a, a.reports))
-    res = fit(reports, phi=a.phi, method=a.method, prune=a.prune, model_phi=a.model_phi,
-              release=a.release, structure=a.structure, estimator_options=opts,
-              clique_budget=a.clique_budget, heuristic=a.heuristic, progress=progress(a), warn=False)
+    options = FitOptions(phi=a.phi, method=a.method, prune=a.prune, model_phi=a.model_phi,
+                         release=a.release, structure=a.structure, estimator_options=opts,
+                         clique_budget=a.clique_budget, heuristic=a.heuristic)
+    res = fit(reports, options, progress=progress(a), warn=False)
     model, rep = res.model, res.report.to_dict()
     with staged_outputs(*outputs) as staged:  # the model and pictures all, or none replaced
         model.save(staged[0])
@@ -231,20 +234,20 @@ def _graph_of_reports(a: argparse.Namespace):
     shown = progress(a)
     reports = load_bloom_reports(a.source)
     cache = MarginalCache(make_estimator(reports, a.method, progress=shown))
-    phi = default(dependency, "phi") if a.phi is None else a.phi
+    phi = FIT_DEFAULTS.phi if a.phi is None else a.phi
     structure = "phi" if (a.prune or a.structure == "auto" and a.phi is not None) else a.structure
-    budget = (default_clique_budget(default(fit, "release"), reports.n) if a.clique_budget is None
+    budget = (default_clique_budget(FIT_DEFAULTS.release, reports.n) if a.clique_budget is None
               else a.clique_budget)
-    model = model_structure_options(default(fit, "release"), structure, budget)
-    dg, tree, _, _ = dependency(cache, phi=phi, prune=a.prune, clique_budget=budget,
-                                progress=shown, warn=False, structure=structure, n=reports.n,
+    model = model_structure_options(FIT_DEFAULTS.release, structure, budget)
+    options = FitOptions(phi=phi, prune=a.prune, clique_budget=budget, structure=structure)
+    dg, tree, _, _ = dependency(cache, options, progress=shown, warn=False, n=reports.n,
                                 model_options=model)
     return dg, tree, budget, collection_parameters(reports)
 
 
 def _note_ignored(a: argparse.Namespace) -> None:
     ignored = [o for o, on in (("--method", a.method != DEFAULT_METHOD), ("--prune", a.prune),
-                               ("--structure", a.structure != default(fit, "structure")),
+                               ("--structure", a.structure != FIT_DEFAULTS.structure),
                                ("--clique-budget", a.clique_budget is not None)) if on]
     if ignored:
         note(f"{', '.join(ignored)} ignored: {a.source} is a fitted model "
@@ -325,15 +328,15 @@ QUIET_HELP = "no progress output and no notes on stderr"
 
 
 def _register_fit(sub: argparse._SubParsersAction) -> None:
-    phi, heuristic = default(fit, "phi"), default(fit, "heuristic")
+    phi, heuristic = FIT_DEFAULTS.phi, FIT_DEFAULTS.heuristic
     f = add_command(sub, "fit", description="Estimate all one- and two-way marginals, select the dependency graph, build the junction tree and fit the release model (a graphical model fitted to the estimates, or with --release cliques the paper's clique joints); write the model (lopub-model JSON).  REPORTS: Bloom reports (Parquet file or dataset folder) or marginal-sampling reports (.npz of lopub collect).")
     f.add_argument("reports")
     f.add_argument("--phi", type=float, default=phi, help=f"dependency degree phi in (0, 1] (Eq. 26; default {phi})")
     f.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help=f"marginal estimator (default {DEFAULT_METHOD})")
-    f.add_argument("--release", choices=RELEASES, default=default(fit, "release"),
+    f.add_argument("--release", choices=RELEASES, default=FIT_DEFAULTS.release,
                    help="pgm (default): a graphical model fitted to all one- and two-way estimates; "
                         "cliques: the paper's release, each clique's joint estimated directly")
-    f.add_argument("--structure", choices=STRUCTURES, default=default(fit, "structure"),
+    f.add_argument("--structure", choices=STRUCTURES, default=FIT_DEFAULTS.structure,
                    help="auto (default): edges whose dependence is significant against the estimates' "
                         "noise, model size bounded by N and the noise; phi: the paper's MI >= tau(phi); "
                         "tree: a Chow-Liu tree (tiny budgets).  --prune and --model-phi imply phi")
@@ -358,9 +361,9 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:
     g.add_argument("source", help="model file or reports file")
     g.add_argument("--plot", help="graph picture path (PNG); MI heatmap written as <name>_mi.png")
     g.add_argument("--out-json", help="write the graph/junction-tree JSON here")
-    g.add_argument("--phi", type=float, help=f"dependency degree in (0, 1]; reports file: default {default(dependency, 'phi')}; model: re-threshold the stored MI at this phi (the junction tree stays the model's)")
+    g.add_argument("--phi", type=float, help=f"dependency degree in (0, 1]; reports file: default {FIT_DEFAULTS.phi}; model: re-threshold the stored MI at this phi (the junction tree stays the model's)")
     g.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help="for a reports file")
-    g.add_argument("--structure", choices=STRUCTURES, default=default(fit, "structure"),
+    g.add_argument("--structure", choices=STRUCTURES, default=FIT_DEFAULTS.structure,
                    help="for a reports file: the edge rule, as in lopub fit (default auto; --phi or "
                         "--prune imply phi)")
     g.add_argument("--prune", action="store_true", help="for a reports file")

@@ -87,6 +87,7 @@ def run_demo(a: argparse.Namespace) -> dict:
     from lopub.collect import CompletedSource, measure_marginals
     from lopub.dependency import MarginalCache
     from lopub.publish.evaluate import average_tvd, correlation_identification, tvd as table_tvd
+    from lopub.pipeline.options import FitOptions
     from lopub.pipeline.steps import fit, independence_model, make_estimator
     from lopub.publish.plots import plot_graph, plot_mi
     from lopub.publish.synthesize import sample_codes, write_release
@@ -113,14 +114,15 @@ def run_demo(a: argparse.Namespace) -> dict:
     times["generate"], t = time.perf_counter() - t, time.perf_counter()
     reports, collection = _collect(data, f, epsilon, out, a.seed + 1, say)
     times["encode"], t = time.perf_counter() - t, time.perf_counter()
+    options = FitOptions()  # the library's defaults, as `lopub fit` uses them
     if isinstance(reports, Reports):
-        cache = MarginalCache(make_estimator(reports, "em", progress=progress))
+        cache = MarginalCache(make_estimator(reports, options.method, progress=progress))
     else:
         cache = MarginalCache(CompletedSource(measure_marginals(reports)))
-    phi = 0.4
+    phi = options.phi
     say(f"fitting: one- and two-way estimates ({collection['estimator']}), dependency graph, "
         "junction tree, model fit")
-    result = fit(reports, phi=phi, estimator=cache, progress=progress, warn=False)
+    result = fit(reports, options, estimator=cache, progress=progress, warn=False)
     model, rep = result.model, result.report
     graph = model.graph
     if graph is None:  # fit always learns one (Model.graph is optional for loaded models)

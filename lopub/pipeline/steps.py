@@ -26,8 +26,8 @@ import networkx as nx
 
 from lopub._util import check_int
 from lopub.dependency import MarginalCache, budgeted_junction_tree
-from lopub.dependency.graph import DependencyGraph, check_phi, rethreshold
-from lopub.dependency.structure import STRUCTURES, structure_graph
+from lopub.dependency.graph import DependencyGraph, rethreshold
+from lopub.dependency.structure import STRUCTURES, structure_graph  # noqa: F401  (re-exported)
 from lopub.dependency.junction import JunctionTree, junction_tree
 from lopub.data.domain import Domain
 from lopub.errors import BudgetError
@@ -36,10 +36,10 @@ from lopub.model.graphical import Model
 from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
 from lopub.model.pgm.fit import BYTES_PER_CELL
 from lopub.model.pgm.measure import release_measurements
+from lopub.pipeline.options import MRF_OPTIONS, RELEASES, FitOptions  # noqa: F401  (RELEASES re-exported)
 from lopub.progress import Progress
 
-RELEASES = ("pgm", "cliques")
-FIT_OPTIONS = ("accelerate", "max_iter", "memory_budget", "tol")
+FIT_OPTIONS = MRF_OPTIONS  # keys of FitOptions.fit_options
 #: largest clique (cells) of release "cliques", the paper's (EM estimates every clique joint), and
 #: of release "pgm" below PGM_USERS_PER_CELL * DEFAULT_CLIQUE_BUDGET users
 DEFAULT_CLIQUE_BUDGET = 50_000
@@ -87,12 +87,9 @@ def make_estimator(reports: Any, method: str = "em", options: Mapping[str, Any] 
     return Estimator(reports, method=method, **opts)
 
 
-def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
-               clique_budget: int = DEFAULT_CLIQUE_BUDGET, heuristic: str = "min-fill",
-               prune_options: Mapping[str, Any] | None = None, model_phi: float | None = None,
-               progress: Progress | None = None, warn: bool = True, structure: str = "phi",
-               n: int | None = None, structure_options: Mapping[str, Any] | None = None,
-               model_options: Mapping[str, Any] | None = None,
+def dependency(cache: MarginalCache, options: FitOptions | None = None, *, n: int | None = None,
+               progress: Progress | None = None, warn: bool = True,
+               model_options: Mapping[str, Any] | None = None, **changes: Any,
                ) -> tuple[DependencyGraph, JunctionTree, list[dict], dict]:
     """Dependency graph (rule ``structure``; Alg. 4/5 for "phi") and budgeted junction tree.
 
@@ -106,10 +103,20 @@ def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
     (correlation identification), its ``stats["model_edges"]`` counts the
     edges the model was built on.
 
+    ``options`` (:class:`~lopub.pipeline.options.FitOptions`) or its fields as
+    keywords (``changes``) give ``phi``, ``prune``, ``clique_budget``,
+    ``heuristic``, ``prune_options``, ``model_phi``, ``structure`` and
+    ``structure_options``; without ``options`` the structure is "phi" and
+    the clique budget ``DEFAULT_CLIQUE_BUDGET``.
+
     Returns ``(graph, tree, dropped_edges, seconds)``.
     """
-    phi = check_phi(phi)
-    model_phi = None if model_phi is None else check_phi(model_phi, "model_phi")
+    if options is None:
+        changes = {"structure": "phi", **changes}
+    o = FitOptions.build(options, **changes)
+    phi, model_phi, structure, prune, prune_options = o.phi, o.model_phi, o.structure, o.prune, o.prune_options
+    structure_options = o.structure_options
+    clique_budget = DEFAULT_CLIQUE_BUDGET if o.clique_budget is None else o.clique_budget
     t0 = time.perf_counter()
     dg = _graph(cache, structure, phi=phi, prune=prune, prune_options=prune_options, n=n,
                 progress=progress, options=structure_options)
@@ -122,7 +129,7 @@ def dependency(cache: MarginalCache, *, phi: float = 0.4, prune: bool = False,
                       progress=None, options={**dict(structure_options or {}), **model_options}).graph
         dg.stats["model_edges"] = base.number_of_edges()
     jt, used, dropped = budgeted_junction_tree(base, cache.domain, clique_budget,
-                                               heuristic=heuristic, warn=warn)
+                                               heuristic=o.heuristic, warn=warn)
     t2 = time.perf_counter()
     lost = [[d["a"], d["b"]] for d in dropped if not d["in_clique"]]
     if lost:  # in no clique of the tree: absent from the model and the release
@@ -142,20 +149,19 @@ def _graph(cache: MarginalCache, structure: str, *, phi: float, prune: bool, pru
     return structure_graph(cache, structure, phi=phi, n=n, progress=progress, **opts)
 
 
-def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: str = "pgm",
-        structure: str = "auto", prune: bool = False,
-        clique_budget: int | None = None, heuristic: str = "min-fill",
-        progress: Progress | None = None, estimator: Any = None,
-        estimator_options: Mapping[str, Any] | None = None,
-        prune_options: Mapping[str, Any] | None = None, model_phi: float | None = None,
-        structure_options: Mapping[str, Any] | None = None, measure_triples: bool | int = False,
-        fit_options: Mapping[str, Any] | None = None, warn: bool = True) -> FitResult:
+def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: Any = None,
+        progress: Progress | None = None, warn: bool = True, **changes: Any) -> FitResult:
     """Fit a LoPub model: dependency graph, junction tree and the release model.
 
     Parameters
     ----------
     reports : Reports, optional
         The collected reports (needed unless ``estimator`` is given).
+    options : FitOptions, optional
+        Every option below in one checked value
+        (:class:`~lopub.pipeline.options.FitOptions`); each can also be given
+        as a keyword (``fit(reports, phi=0.3)``), which replaces the field of
+        ``options``.  An unknown keyword is a TypeError listing the options.
     phi : float in (0, 1]
         Dependency degree (Eq. 26) of structure "phi"; also the pruning share
         with ``prune``.  Recorded for the other structures (plots, ``at_phi``).
@@ -222,31 +228,28 @@ def fit(reports: Any = None, *, phi: float = 0.4, method: str = "em", release: s
     Ren et al., IEEE TIFS 2018, Alg. 4-6, Sec. V-B; McKenna et al., ICML 2019.
     """
     t0 = time.perf_counter()
-    structure = _check_fit_options(phi, model_phi, release, structure, prune)
-    fit_options = dict(fit_options or {})
-    if set(fit_options) - set(FIT_OPTIONS):
-        raise TypeError(f"fit_options has unknown key(s) {sorted(set(fit_options) - set(FIT_OPTIONS))}; "
-                        f"expected some of {list(FIT_OPTIONS)}")
-    cache, n = _session(reports, estimator, method, estimator_options, progress)
+    o = FitOptions.build(options, **changes)
+    o = o.replace(structure=o.rule) if o.rule != o.structure else o
+    release, fit_options, clique_budget = o.release, dict(o.fit_options), o.clique_budget
+    cache, n = _session(reports, estimator, o.method, o.estimator_options, progress)
     memory = fit_options.get("memory_budget", DEFAULT_MEMORY_BUDGET)
     if clique_budget is None:  # within what _check_capacity admits for d cliques
         clique_budget = default_clique_budget(release, n,
                                               max_cells=memory // (len(cache.domain) * BYTES_PER_CELL))
     _check_capacity(cache, clique_budget, release, memory)
-    dg, jt, dropped, secs = dependency(cache, phi=phi, prune=prune, clique_budget=clique_budget,
-                                       heuristic=heuristic, prune_options=prune_options,
-                                       model_phi=model_phi, progress=progress, warn=warn,
-                                       structure=structure, n=n, structure_options=structure_options,
-                                       model_options=model_structure_options(release, structure, clique_budget))
+    o = o.replace(clique_budget=clique_budget)
+    dg, jt, dropped, secs = dependency(cache, o, progress=progress, warn=warn, n=n,
+                                       model_options=model_structure_options(release, o.structure,
+                                                                             clique_budget))
     t1 = time.perf_counter()
     build = _release_pgm if release == "pgm" else _release_cliques
-    model, extra = build(cache, jt, dg, n=n, triples=measure_triples, fit_options=fit_options,
+    model, extra = build(cache, jt, dg, n=n, triples=o.measure_triples, fit_options=fit_options,
                          progress=progress)
     secs.update(extra.pop("seconds"), estimation=cache.seconds, total=time.perf_counter() - t0)
     secs["release"] = time.perf_counter() - t1
     report = _report(cache, reports, dg, jt, dropped, model, dict(
-        method=getattr(cache.source, "method", method), release=release, structure=structure,
-        prune=bool(prune), clique_budget=clique_budget, model_phi=dg.phi if model_phi is None else model_phi,
+        method=getattr(cache.source, "method", o.method), release=release, structure=o.structure,
+        prune=o.prune, clique_budget=clique_budget, model_phi=dg.phi if o.model_phi is None else o.model_phi,
         seconds={k: round(v, 3) for k, v in secs.items()}, **extra))
     model.meta["fit"] = report.to_dict()
     return FitResult(model, report)
@@ -264,21 +267,6 @@ def model_structure_options(release: str, structure: str, clique_budget: int) ->
     if release == "pgm" and structure == "auto":
         return {"min_cells": PGM_MODEL_CELLS * clique_budget}
     return None
-
-
-def _check_fit_options(phi, model_phi, release, structure, prune) -> str:
-    """Validate the option values (named in the errors); return the structure rule to run."""
-    check_phi(phi)
-    if model_phi is not None:
-        check_phi(model_phi, "model_phi")
-    if release not in RELEASES:
-        raise ValueError(f"release ({release!r}) must be one of {RELEASES}")
-    if structure not in STRUCTURES:
-        raise ValueError(f"structure ({structure!r}) must be one of {STRUCTURES}")
-    if structure == "tree" and (prune or model_phi is not None):
-        raise ValueError(f"prune ({prune}) and model_phi ({model_phi}) are options of structure "
-                         f"'phi'; expected structure='phi' (or 'auto') with them, not 'tree'")
-    return "phi" if structure == "auto" and (prune or model_phi is not None) else structure
 
 
 def _session(reports, estimator, method, options, progress) -> tuple[MarginalCache, int | None]:

@@ -38,6 +38,7 @@ from lopub.errors import DomainError
 from lopub.model.fit_result import FitReport
 from lopub.data.marginal import Marginal
 from lopub.model.graphical import Model
+from lopub.pipeline.options import FitOptions
 from lopub.pipeline.steps import fit as fit_pipeline
 from lopub.publish.synthesize import synthesize
 
@@ -50,6 +51,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FORMAT = "lopub-synthesizer"
 VERSION = 1
+
+
+_FIT_DEFAULTS = FitOptions()
 
 
 def _default(func: Callable, name: str) -> Any:
@@ -185,11 +189,11 @@ class Synthesizer:
     """
 
     def __init__(self, *, epsilon: float, protocol: str = _default(collect, "protocol"),
-                 method: str = _default(fit_pipeline, "method"),
-                 release: str = _default(fit_pipeline, "release"),
-                 structure: str = _default(fit_pipeline, "structure"),
+                 method: str = _FIT_DEFAULTS.method,
+                 release: str = _FIT_DEFAULTS.release,
+                 structure: str = _FIT_DEFAULTS.structure,
                  domain: Domain | None = None, bins: int | None = _default(infer_domain, "bins"),
-                 clique_budget: int | None = _default(fit_pipeline, "clique_budget"),
+                 clique_budget: int | None = _FIT_DEFAULTS.clique_budget,
                  rng: np.random.Generator | int | None = None) -> None:
         self.epsilon = epsilon
         self.protocol = protocol
@@ -234,23 +238,22 @@ class Synthesizer:
 
     def _check_params(self) -> None:
         from lopub._util import check_int, check_positive, resolve_rng
-        from lopub.dependency.structure import STRUCTURES
-        from lopub.pipeline.steps import RELEASES
 
         check_positive("epsilon", self.epsilon)
-        for name, allowed in (("protocol", PROTOCOLS), ("release", RELEASES), ("structure", STRUCTURES)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} ({getattr(self, name)!r}) must be one of {list(allowed)}")
-        if not isinstance(self.method, str):
-            raise TypeError(f"method ({self.method!r}) must be an estimator name (str)")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol ({self.protocol!r}) must be one of {list(PROTOCOLS)}")
+        self.fit_options()  # method, release, structure, clique_budget: checked by FitOptions
         if self.domain is not None and not isinstance(self.domain, Domain):
             raise TypeError(f"domain ({type(self.domain).__name__}) must be a lopub Domain or None")
         if self.bins is not None:
             check_int("bins", self.bins, 2)
-        if self.clique_budget is not None:
-            check_int("clique_budget", self.clique_budget, 1)
         if not isinstance(self.rng, np.random.Generator):
             resolve_rng(self.rng)  # type and sign of a seed
+
+    def fit_options(self) -> FitOptions:
+        """The :class:`~lopub.pipeline.options.FitOptions` of this synthesizer's model fit."""
+        return FitOptions(method=self.method, release=self.release, structure=self.structure,
+                          clique_budget=self.clique_budget)
 
     # fitting -----------------------------------------------------------------
     def fit(self, data: pd.DataFrame | Dataset) -> "Synthesizer":
@@ -302,8 +305,7 @@ class Synthesizer:
     def _fit(self, reports: "AnyReports", info: CollectionReport, seconds: dict[str, float],
              t0: float) -> "Synthesizer":
         t1 = time.perf_counter()
-        result = fit_pipeline(reports, method=self.method, release=self.release,
-                              structure=self.structure, clique_budget=self.clique_budget)
+        result = fit_pipeline(reports, self.fit_options())
         seconds.update(fit=time.perf_counter() - t1, total=time.perf_counter() - t0)
         self.model_ = result.model
         self.domain_ = result.model.domain
