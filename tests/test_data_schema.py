@@ -160,3 +160,25 @@ def test_numeric_categories_come_back_as_numbers_and_odd_spellings_stay_text():
     out = to_values(Dataset.from_pandas(df, dom).codes, dom.attributes, rng=np.random.default_rng(0))
     assert out["k"].dtype == np.int64 and out["k"].tolist() == [1, 2, 3] * 100
     assert out["z"].astype(str).tolist() == df["z"].tolist()
+
+
+def test_synthesizer_keeps_missing_values_and_the_input_shape():
+    from lopub import Synthesizer
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    x = rng.normal(50, 10, n).round(1)
+    x[rng.random(n) < 0.2] = np.nan
+    df = pd.DataFrame({"id": [f"id{i}" for i in range(n)], "x": x,
+                       "k": rng.integers(1, 4, n), "t": rng.choice(["a", "b"], n)})
+    with pytest.warns(UserWarning, match="'id': identifier-like"):
+        syn = Synthesizer(epsilon=8, rng=0).fit(df)
+    assert syn.domain_["x"].missing is not None and "id" not in syn.domain_
+    out = syn.sample(seed=1)
+    assert list(out.columns) == ["x", "k", "t"]
+    assert out["x"].dtype == float and out["k"].dtype == np.int64
+    share = out["x"].isna().mean()  # sd about 0.008 (the n-record sample; LDP noise is smaller at eps 8)
+    assert abs(share - 0.2) < 0.1
+    assert set(out["k"]) <= {1, 2, 3} and set(out["t"].astype(str)) <= {"a", "b"}
+    labels = syn.sample(10, seed=1, labels=True)
+    assert set(labels["x"].astype(str)) <= set(syn.domain_.labels("x"))
