@@ -9,8 +9,12 @@ JSON file format (``"format": "lopub-domain"``, ``"version": 1``): see
 :mod:`lopub.data.domain` and ``lopub/formats/jsonschema/domain.schema.json``.
 
 Binning rule: a numeric value x falls in bin i when ``edges[i] <= x < edges[i+1]``
-(the last bin also takes ``x == edges[-1]``); values outside the edges are an
-error, never silently clipped.
+(the last bin also takes ``x == edges[-1]``), unless it equals one of the
+binning's ``points``, which have a bin of their own; values outside the edges
+(and no point) are an error, never silently clipped.  An attribute may record
+its ``kind`` (the input's type, for the release) and the label of its
+missing-value category; a domain may record its ``provenance`` (public
+knowledge, or inferred from the private records, which it then reveals).
 """
 from __future__ import annotations
 
