@@ -2,8 +2,9 @@
 
 Inferred bins never collapse a column: a value holding at least
 ``max(1/bins, 5 %)`` of the rows is a point mass with a bin of its own, the
-other values get quantile bins (``bins`` minus the points, at least one), and
-an empty interval is merged into its neighbour.
+other values get quantile bins (``bins`` minus the points, at least one; for
+integer data the edges are rounded up to integers, which keeps every value in
+its bin), and an empty interval is merged into its neighbour.
 """
 from __future__ import annotations
 
@@ -46,8 +47,10 @@ def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list
     rest = x[~np.isin(x, points)]
     if np.unique(rest).size < 2:
         return None, []
-    edges = np.unique(np.quantile(rest, np.linspace(0, 1, max(bins - points.size, 1) + 1)))
-    edges = _drop_empty(edges, rest)
+    edges = np.quantile(rest, np.linspace(0, 1, max(bins - points.size, 1) + 1))
+    if np.all(x == np.round(x)):  # integers: integer edges hold the same integers ([57.5, 60) = [58, 60))
+        edges = np.ceil(edges)
+    edges = _drop_empty(np.unique(edges), rest)
     notes = [f"{_fmt(p)} is {100 * s:.1f}% of the rows: a bin of its own"
              for p, s in zip(points, share[np.isin(uniq, points)])]
     return Binning(tuple(edges), tuple(points)), notes + ["quantile bins (inferred from the data)"]
