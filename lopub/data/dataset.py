@@ -132,8 +132,11 @@ def _code_dtype(max_size: int) -> type:
 def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
     """Codes of one column; missing values go to the attribute's missing category, if any."""
     missing = col.isna().to_numpy().copy()
-    if attr.missing is not None and attr.kind in NUMERIC_KINDS and not pd.api.types.is_numeric_dtype(col):
-        missing |= col.astype(str).str.strip().isin(NA_TOKENS).to_numpy() & col.notna().to_numpy()
+    if attr.missing is not None and attr.kind in NUMERIC_KINDS:  # NA tokens, infinities: missing
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            missing |= ~np.isfinite(col.to_numpy(dtype=float))
+        else:
+            missing |= col.astype(str).str.strip().isin(NA_TOKENS).to_numpy() & col.notna().to_numpy()
     if missing.any() and attr.missing is None:
         row = int(np.flatnonzero(missing)[0])
         raise DomainError(

@@ -214,6 +214,9 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool) -> tuple[A
         return None, ColumnDecision(name, kind, "excluded", (), share,
                                     (f"identifier-like ({ident}): left out; keep it with "
                                      f"identifiers='keep' (--keep-ids) or by naming it in columns",))
+    if present.size == 0 and o.missing != "category":
+        return None, ColumnDecision(name, kind, "excluded", (), share,
+                                    ("no value: every cell is missing; left out",))
     binning, cats, extra = _categories(name, kind, present, values, o)
     notes = extra + notes
     if binning is None and kind in ("integer", "number") and not _canonical(cats):
