@@ -119,9 +119,6 @@ def _lopub(*args: str, cwd: str) -> str:
 
 def run(epsilon: float, seed: int, workdir: str) -> dict:
     """The four default commands on Adult as shipped, and the baselines on the same schema."""
-    from lopub.data.dataset import Dataset
-    from lopub.data.domain import Domain
-
     csv = adult_csv(os.path.join(workdir, "adult.csv"))
     log = _lopub("schema", "adult.csv", "--out", "dom.json", cwd=workdir)
     log += _lopub("collect", "adult.csv", "--domain", "dom.json", "--epsilon", str(epsilon),
