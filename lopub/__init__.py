@@ -20,17 +20,19 @@ from lopub._version import __version__
 _LAZY = {
     "Attribute": "data.domain", "Binning": "data.domain", "Domain": "data.domain",
     "CollectionSpec": "reports.spec",
-    "Dataset": "data.dataset", "infer_domain": "data.dataset",
+    "Dataset": "data.dataset", "infer_domain": "data.schema", "infer_schema": "data.schema",
+    "SchemaReport": "data.schema",
     "Marginal": "data.marginal",
     "Reports": "reports.bloom", "ReportsDataset": "reports.dataset",
     "Synthesizer": "pipeline.synthesizer",
 }
 
 __all__ = ["Attribute", "Binning", "CollectionSpec", "Dataset", "Domain", "Marginal", "Reports",
-           "ReportsDataset", "Synthesizer", "infer_domain", "__version__"]
+           "ReportsDataset", "SchemaReport", "Synthesizer", "infer_domain", "infer_schema", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from lopub.data.dataset import Dataset, infer_domain
+    from lopub.data.dataset import Dataset
+    from lopub.data.schema import SchemaReport, infer_domain, infer_schema
     from lopub.data.domain import Attribute, Binning, Domain
     from lopub.data.marginal import Marginal
     from lopub.reports.bloom import Reports

@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -35,7 +36,7 @@ def test_schema_encode_inspect(csv, tmp_path, capsys):
     assert main(["schema", str(csv), "--out", str(dom), "--bins", "4", "--max-categories", "10"]) == 0
     d = Domain.from_json(dom)
     assert d.attrs == ("age", "color", "flag") and d.size("age") == 4
-    assert "age: 4 categories" in capsys.readouterr().out
+    assert re.search(r"^age\s+\w+\s+bins\s+4\s", capsys.readouterr().out, re.M)  # the decisions table
     rep = tmp_path / "r.parquet"
     assert main(["encode", str(csv), "--domain", str(dom), "--f", "0.5", "--seed", "3", "--out", str(rep), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 300
@@ -50,7 +51,9 @@ def test_schema_warns_about_missing_values_and_encode_refuses_them(tmp_path, cap
     p = tmp_path / "gaps.csv"
     pd.DataFrame({"a": ["x", "y", "x"], "b": ["u", None, "v"]}).to_csv(p, index=False)
     dom = tmp_path / "domain.json"
-    assert main(["schema", str(p), "--out", str(dom)]) == 0
+    assert main(["schema", str(p), "--out", str(dom)]) == 0  # issue 23: a category by default
+    assert Domain.from_json(dom).labels("b") == ("u", "v", "(missing)")
+    assert main(["schema", str(p), "--out", str(dom), "--missing", "drop"]) == 0
     err = capsys.readouterr().err
     assert "missing values" in err and "b: 1" in err and "a:" not in err
     assert Domain.from_json(dom).labels("b") == ("u", "v")

@@ -77,7 +77,7 @@ def test_quiet_silences_progress(reports, tmp_path, capsys, where):
 def test_quiet_still_shows_warnings(tmp_path, capsys):
     p = tmp_path / "gaps.csv"
     p.write_text("a,b\nx,u\ny,\nx,v\n")
-    assert main(["--quiet", "schema", str(p)]) == 0
+    assert main(["--quiet", "schema", str(p), "--missing", "drop"]) == 0  # issue 23: else a category
     err = capsys.readouterr().err
     assert err.startswith("warning: missing values ignored") and "b: 1" in err
 

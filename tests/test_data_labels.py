@@ -102,6 +102,9 @@ def test_na_values_make_chosen_tokens_missing(tmp_path, capsys):
     pd.DataFrame({"s": ["a", "NA", "b", "?", "None"], "t": ["u", "v", "u", "v", "u"]}).to_csv(csv, index=False)
     dom = tmp_path / "dom.json"
     assert main(["schema", str(csv), "--out", str(dom), "--na-values", "?, None"]) == 0
+    assert Domain.from_json(dom).labels("s") == ("NA", "a", "b", "(missing)")  # issue 23: a category
+    assert Domain.from_json(dom)["s"].missing == "(missing)"
+    assert main(["schema", str(csv), "--out", str(dom), "--na-values", "?, None", "--missing", "drop"]) == 0
     assert Domain.from_json(dom).labels("s") == ("NA", "a", "b")
     assert "s: 2" in capsys.readouterr().err  # the schema warns about them
     assert main(["encode", str(csv), "--domain", str(dom), "--f", "0.5", "--na-values", "?,None",
@@ -163,7 +166,8 @@ def test_infer_domain_on_strings_spelling_numbers():
     with pytest.warns(UserWarning, match=r"every value but \['inf', 'nan'\]"):
         assert infer_domain(few, max_categories=2).labels("v") == ("01", "1", "1.0", "inf", "nan")
     # numbers keep today's spelling: integral floats as integers
-    assert infer_domain(pd.DataFrame({"v": [1.0, 2.5, np.nan]})).labels("v") == ("1", "2.5")
+    assert infer_domain(pd.DataFrame({"v": [1.0, 2.5, np.nan]}), missing="drop").labels("v") == ("1", "2.5")
+    assert infer_domain(pd.DataFrame({"v": [1.0, 2.5, np.nan]})).labels("v") == ("1", "2.5", "(missing)")
 
 
 @pytest.mark.parametrize("dtype", [object, "string"])
@@ -217,9 +221,10 @@ def test_schema_says_which_tokens_keep_a_numeric_column_from_binning(tmp_path, c
     csv = tmp_path / "a.csv"
     pd.DataFrame({"age": [str(i) for i in range(18, 98)] + ["NA", "?"]}).to_csv(csv, index=False)
     dom = tmp_path / "dom.json"
-    assert main(["schema", str(csv), "--out", str(dom)]) == 0
-    assert "--na-values ?,NA" in capsys.readouterr().err
-    assert Domain.from_json(dom).size("age") == 82
+    assert main(["schema", str(csv), "--out", str(dom)]) == 0  # issue 23: ? and NA are missing
+    assert "2 missing ('?', 'NA'): kept as their own category" in capsys.readouterr().out
+    age = Domain.from_json(dom)["age"]
+    assert age.binning is not None and age.missing == "(missing)" and age.kind == "integer"
     assert main(["schema", str(csv), "--out", str(dom), "--na-values", "?,NA"]) == 0
     assert Domain.from_json(dom)["age"].binning is not None
     with pytest.warns(UserWarning, match=r"every value but \['x'\] is a number"):

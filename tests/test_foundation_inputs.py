@@ -102,13 +102,15 @@ def test_schema_of_an_int_column_with_gaps_encodes_without_them(tmp_path, capsys
     without.write_text("a,n\nx,1\ny,2\n")
     dom = tmp_path / "s.json"
     assert main(["schema", str(with_gap), "--out", str(dom)]) == 0
+    assert Domain.from_json(dom).labels("n") == ("1", "2", "(missing)")  # issue 23: a category
+    assert main(["schema", str(with_gap), "--out", str(dom), "--missing", "drop"]) == 0
     assert Domain.from_json(dom).labels("n") == ("1", "2")
     assert main(["encode", str(without), "--domain", str(dom), "--f", "0.5", "--out", str(tmp_path / "r.parquet")]) == 0
     # an older schema spelled the labels "1.0", "2.0": integer data still matches them
     old = Domain.from_categories({"a": ["x", "y"], "n": ["1.0", "2.0"]})
     ds = Dataset.from_pandas(pd.read_csv(without), old)
     assert ds.codes[:, 1].tolist() == [0, 1]
-    assert infer_domain(pd.DataFrame({"n": [1.5, 2.0, np.nan]})).labels("n") == ("1.5", "2")
+    assert infer_domain(pd.DataFrame({"n": [1.5, 2.0, np.nan]}), missing="drop").labels("n") == ("1.5", "2")
     with pytest.raises(DomainError, match=r"unknown category \['3'\]"):
         Dataset.from_pandas(pd.DataFrame({"a": ["x"], "n": [3]}), old)
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # numpy, tqdm (lopub._util, lopub.progress) and pandas are imported where used: `lopub --help`
 # and `lopub --version` import this module and must start fast (tests/test_startup.py)
 
-__all__ = ["add_na_values", "add_verbosity", "default", "emit", "progress", "read_csv", "run", "seed_arg",
+__all__ = ["add_missing", "add_na_values", "add_verbosity", "default", "emit", "progress", "read_csv", "run", "seed_arg",
            "split_list"]
 
 ERRORS = (ValueError, TypeError, OSError, BudgetError, KeyError)
@@ -165,12 +165,20 @@ def _text_missing(df: pd.DataFrame, na: set[str], *, strip: bool) -> pd.DataFram
     return df
 
 
-def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = None) -> Any:
-    """The records of a data file coded against ``domain``; errors name the file."""
+def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = None,
+                      missing: str = "category") -> Any:
+    """The records of a data file coded against ``domain``; errors name the file.
+
+    ``missing``: ``"category"`` codes a missing value as its attribute's
+    missing category (an error when the domain has none), ``"drop"`` drops
+    the rows holding a missing value in an attribute without one (with a
+    warning giving the count), ``"refuse"`` raises on any missing value.
+    """
     from lopub.data.dataset import Dataset
 
     df = read_csv(path, na_values)
     try:
+        df = _missing_rows(df, domain, missing, path)
         return Dataset.from_pandas(df, domain)
     except ValueError as exc:  # DomainError: missing columns, unknown categories, no rows
         raise type(exc)(f"data file {path!r}: {exc}") from None
@@ -198,6 +206,37 @@ def refuse_npz(path: str, command: str) -> None:
     hint = f"; read it with {reader}" if reader else ""
     raise ValueError(f"reports file {path!r} holds {what}, not the Bloom reports (Parquet file or "
                      f"dataset folder) lopub {command} reads{hint}")
+
+
+def _missing_rows(df: pd.DataFrame, domain: Any, missing: str, path: str) -> pd.DataFrame:
+    """Apply ``--missing`` to the rows of ``df`` (see :func:`dataset_from_file`)."""
+    import pandas as pd
+
+    from lopub.errors import DomainError
+    from lopub.progress import warning
+
+    cols = [a.name for a in domain.attributes if a.name in df.columns]
+    if missing == "category" or not cols:
+        return df
+    if missing == "refuse":
+        bad = df[cols].isna().sum()
+        if bad.any():
+            raise DomainError(f"--missing refuse: missing values in {bad[bad > 0].to_dict()}")
+        return df
+    no_cat = [a.name for a in domain.attributes if a.name in df.columns and a.missing is None]
+    drop = df[no_cat].isna().any(axis=1) if no_cat else pd.Series(False, index=df.index)
+    if drop.any():
+        warning(f"--missing drop: {int(drop.sum())} of {len(df)} rows of {path!r} dropped for a "
+                f"missing value in {sorted(c for c in no_cat if df[c].isna().any())}")
+    return df[~drop].reset_index(drop=True)
+
+
+def add_missing(p: argparse.ArgumentParser) -> None:
+    """``--missing category|drop|refuse`` of the commands that code a data file."""
+    p.add_argument("--missing", choices=("category", "drop", "refuse"), default="category",
+                   help="missing cells: their attribute's missing category (default; the schema must "
+                        "have one: lopub schema keeps them so), drop the rows holding one in an "
+                        "attribute without that category, or refuse any")
 
 
 def load_bloom_reports(path: str, command: str = "estimate") -> Any:

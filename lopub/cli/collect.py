@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lopub.reports import privacy
 from lopub.cli._commands import add_command
-from lopub.cli._common import (add_na_values, add_verbosity, dataset_from_file, default, emit, read_csv,
-                      refuse_npz, seed_arg)
+from lopub.cli._common import (add_missing, add_na_values, add_verbosity, dataset_from_file, emit,
+                               read_csv, seed_arg)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lopub.data.domain import Domain
@@ -49,27 +49,49 @@ def _edges(items: list[str] | None) -> dict[str, list[float]]:
     return edges
 
 
+def _bounds(items: list[str] | None) -> dict[str, list[float]]:
+    """``--bounds COL=LO,HI`` (repeatable): public bounds of a column."""
+    out = {}
+    for item in items or []:
+        col, _, spec = item.partition("=")
+        try:
+            v = [float(x) for x in spec.split(",")] if spec else []
+        except ValueError:
+            v = []
+        if len(v) != 2:
+            raise ValueError(f"--bounds {item!r} must look like column=low,high (two numbers)")
+        out[col] = v
+    return out
+
+
 def cmd_schema(a: argparse.Namespace) -> None:
-    from lopub.data.dataset import infer_domain
-    from lopub.progress import warning
+    from lopub.data._labels import NA_TOKENS
+    from lopub.data.schema import infer_schema
 
     df = read_csv(a.csv, a.na_values)
     cols = a.columns.split(",") if a.columns else None
     if df.empty:
         raise ValueError(f"CSV file {a.csv!r} has no data rows; a domain is inferred from data")
-    domain = infer_domain(df, bins=a.bins, edges=_edges(a.edges), max_categories=a.max_categories,
-                          columns=cols)
-    missing = {c: int(n) for c, n in df[list(domain.attrs)].isna().sum().items() if n}
-    if missing:  # not an error here: the schema is valid, but encoding these rows will fail
-        warning("missing values ignored when inferring categories ("
-                + ", ".join(f"{c}: {n}" for c, n in missing.items())
-                + "); drop or impute them before `lopub encode`")
+    report = infer_schema(df, bins=a.bins, edges=_edges(a.edges), bounds=_bounds(a.bounds),
+                          max_categories=a.max_categories, columns=cols, missing=a.missing,
+                          na_values=tuple(NA_TOKENS) + tuple(a.na_values),
+                          identifiers="keep" if a.keep_ids else "exclude", provenance=a.provenance)
+    dropped = {c.column: c.missing_share for c in report.columns if c.missing_share and a.missing == "drop"}
+    if dropped:  # not an error here: the schema is valid, but these rows must be dropped to collect
+        from lopub.progress import warning
+
+        warning("missing values ignored when inferring categories (" + ", ".join(
+            f"{c}: {round(s * len(df))}" for c, s in dropped.items()) + "); the rows holding them "
+            "must be dropped when collecting (lopub collect --missing drop)")
+    obj = report.domain.to_dict()
+    if report.privacy_note:
+        obj["privacy"] = report.privacy_note
     if a.out:
-        domain.to_json(a.out)
-    sizes = dict(zip(domain.attrs, domain.sizes))
-    emit(domain.to_dict() if a.json else sizes, a.json,
-         "\n".join(f"{k}: {v} categories" for k, v in sizes.items())
-         + f"\ntotal cells: {domain.cells()}" + (f"\nwritten to {a.out}" if a.out else ""))
+        from lopub.formats._io import dump_json
+
+        dump_json(obj, a.out)
+    emit(obj | {"decisions": report.to_dict()} if a.json else obj, a.json,
+         report.table() + (f"\nwritten to {a.out}" if a.out else ""))
 
 
 def build_spec(domain: Domain, a: argparse.Namespace) -> CollectionSpec:
@@ -138,11 +160,11 @@ def cmd_encode(a: argparse.Namespace) -> None:
         from lopub.data.domain import Domain
 
         domain = Domain.from_json(a.domain)
-        data = dataset_from_file(a.csv, domain, a.na_values)
+        data = dataset_from_file(a.csv, domain, a.na_values, a.missing)
         target, spec = None, bloom_spec(domain, plan(domain, data.n, a.epsilon), key=a.key)
     else:
         target, spec = _encode_target(a)
-        data = dataset_from_file(a.csv, spec.domain, a.na_values)
+        data = dataset_from_file(a.csv, spec.domain, a.na_values, a.missing)
     reports = encode(data, spec, rng=a.seed)
     if spec.epsilon > 10:  # once the reports exist (not before an error)
         from lopub.collect import privacy_statement
@@ -180,11 +202,40 @@ def cmd_privacy(a: argparse.Namespace) -> None:
                                 for k, v in out.items()))
 
 
+def _inspect_npz(path: str) -> dict | None:
+    """Summary of an ``.npz`` reports file (marginal sampling, one attribute, frequency oracle);
+    None when ``path`` is no ZIP archive."""
+    from lopub.cli.oracle_files import MARGINAL_FORMAT, load_reports, npz_format
+
+    if os.path.isdir(path) or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"PK":
+            return None
+    if npz_format(path) == MARGINAL_FORMAT:
+        from lopub.collect import MarginalReports
+
+        r = MarginalReports.load(path)
+        sizes = r.group_sizes()
+        one = all(len(x) == 1 for x in r.plan.subsets)
+        return {"file": path, "protocol": "one-attribute" if one else "marginals", "n": r.n,
+                "epsilon_per_record": float(r.plan.epsilon), "subsets": len(r.plan.subsets),
+                "fewest_users_per_subset": int(sizes.min()), "attribute_names": list(r.plan.domain.attrs),
+                "read_with": f"lopub fit {path}; lopub estimate-freq {path}"}
+    meta, _ = load_reports(path)
+    return {"file": path, "protocol": meta["protocol"], "solution": meta["solution"], "n": meta["n"],
+            "epsilon": meta["epsilon"], "attribute_names": list(meta["attrs"]),
+            "read_with": f"lopub estimate-freq {path}"}
+
+
 def cmd_inspect(a: argparse.Namespace) -> None:
     from lopub.progress import warning
     from lopub.reports.dataset import ReportsDataset
 
-    refuse_npz(a.reports, "inspect-reports")
+    npz = _inspect_npz(a.reports)
+    if npz is not None:
+        emit(npz, a.json, "\n".join(f"{k}: {v}" for k, v in npz.items()))
+        return
     ds = ReportsDataset.open(a.reports)
     if ds.is_folder:
         ds.verify()
@@ -234,17 +285,35 @@ def add_spec_options(p: argparse.ArgumentParser) -> None:
 
 
 def _register_schema(sub: Any) -> None:
-    from lopub.data.dataset import infer_domain
+    from lopub.data.schema import MISSING_POLICIES
 
-    bins, max_cat = default(infer_domain, "bins"), default(infer_domain, "max_categories")
-    s = add_command(sub, "schema", description="Infer a domain (attributes, categories, binning) from a CSV with a header row. Numeric columns with more than --max-categories values get --bins quantile bins (or the explicit --edges).")
+    s = add_command(sub, "schema", description="Infer a domain (attributes, categories, binning) from a CSV with a header row "
+                    "and print the table of decisions (column, type, categories or bins, missing share, notes) to "
+                    "review before collecting.  Numeric columns with more distinct values than --max-categories "
+                    "get --bins bins: a value holding many rows (0 in a capital-gain column) gets a bin of its "
+                    "own, the rest quantile bins, none empty (or the explicit --edges, or equal-width bins "
+                    "between public --bounds).  Identifier-like columns are left out; missing values are a "
+                    "category of their own.  A schema inferred from the raw data reveals it: the file says so "
+                    "(\"provenance\": \"inferred from private data\").")
     s.add_argument("csv")
     s.add_argument("--out", help="write the domain JSON here")
-    s.add_argument("--bins", type=int, default=bins, help=f"quantile bins for numeric columns (default {bins})")
+    s.add_argument("--bins", type=int, help="bins of a binned numeric column (default from the rows N: "
+                   "clip(floor(sqrt(N)) // 4, 2, 8))")
     s.add_argument("--edges", action="append", metavar="COL=E0,E1,...", help="explicit bin edges for a column (repeatable)")
-    s.add_argument("--max-categories", type=int, default=max_cat, help=f"numeric columns with more distinct values are binned (default {max_cat})")
-    s.add_argument("--columns", help="comma-separated columns to keep (default all)")
-    s.add_argument("--json", action="store_true", help="print the domain JSON")
+    s.add_argument("--bounds", action="append", metavar="COL=LOW,HIGH",
+                   help="public bounds of a numeric column: --bins equal-width bins between them (repeatable)")
+    s.add_argument("--max-categories", type=int, help="numeric columns with more distinct values are binned "
+                   "(default from N: clip(floor(sqrt(N)) // 2, 2, 32))")
+    s.add_argument("--columns", help="comma-separated columns to keep (default all); a column named here is kept "
+                   "even when identifier-like")
+    s.add_argument("--missing", choices=MISSING_POLICIES, default="category",
+                   help="missing cells (empty, and ?, NA, N/A in numeric columns): a category of their own "
+                        "(default), drop (no category: drop the rows when collecting) or refuse")
+    s.add_argument("--keep-ids", action="store_true", help="keep identifier-like columns (unique per row)")
+    s.add_argument("--provenance", help="declare where the data comes from, e.g. 'public' for a public or "
+                   "historical extract (default: 'inferred from private data' unless every column has "
+                   "--edges or --bounds)")
+    s.add_argument("--json", action="store_true", help="print the domain JSON and the decisions")
     add_na_values(s)
     add_verbosity(s)
     s.set_defaults(func=cmd_schema)
@@ -260,6 +329,7 @@ def _register_encode(sub: Any) -> None:
     e.add_argument("--json", action="store_true")
     add_spec_options(e)
     add_na_values(e)
+    add_missing(e)
     add_verbosity(e)
     e.set_defaults(func=cmd_encode)
 

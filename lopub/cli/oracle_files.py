@@ -161,6 +161,8 @@ def estimate_file(path: str, method: str = "clip", lip_method: str | None = None
         raw = bloom_one_way(reports)
         attrs, labels = reports.spec.domain.attrs, [reports.spec.domain.labels(x)
                                                    for x in reports.spec.domain.attrs]
+    elif npz_format(path) == MARGINAL_FORMAT:
+        return _marginal_one_way(path, method)
     else:
         meta, arrays = load_reports(path)
         _refuse_lip_method(path, lip_method, meta["protocol"])
@@ -169,3 +171,31 @@ def estimate_file(path: str, method: str = "clip", lip_method: str | None = None
     return {a: None if r is None else dict(zip(lab, postprocess(r, method).freq.tolist()))
             for a, lab, r in zip(attrs, labels, raw)}
 
+
+
+MARGINAL_FORMAT = "lopub-marginal-reports"
+
+
+def npz_format(path: str) -> str | None:
+    """The ``format`` in the metadata of an ``.npz`` reports file (None when unreadable)."""
+    import json
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode("utf-8")) if "meta" in z.files else None
+    except Exception:  # not an archive, damaged: the reader named by the caller says why
+        return None
+    return meta.get("format") if isinstance(meta, dict) else None
+
+
+def _marginal_one_way(path: str, method: str) -> dict:
+    """One-way marginals of marginal-sampling (or one-attribute) reports: the measurements the
+    model is fitted to, projected on each attribute (inverse-variance combined)."""
+    from lopub.collect import MarginalReports
+    from lopub.collect.server import measure_marginals
+
+    post = method if method in ("norm-sub", "clip", "simplex", "none") else "norm-sub"
+    source = measure_marginals(MarginalReports.load(path), postprocess=post)
+    dom = source.domain
+    return {a: dict(zip(dom.labels(a), np.asarray(source.marginal([a]).values, dtype=float).tolist()))
+            for a in dom.attrs}

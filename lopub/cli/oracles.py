@@ -17,7 +17,8 @@ from lopub.oracles.multidim import SampledReports
 from lopub.estimate.postprocess import POSTPROCESS as METHODS
 from lopub.progress import warning
 from lopub.cli._commands import add_command
-from lopub.cli._common import add_na_values, add_verbosity, dataset_from_file, default, emit, seed_arg
+from lopub.cli._common import (add_missing, add_na_values, add_verbosity, dataset_from_file, default, emit,
+                               seed_arg)
 from lopub.cli.oracle_files import (FORMAT, LIP, PROTOCOLS, VERSION, _check_prior_sizes, _lip_client, _lip_eps,
                            build_scheme, estimate_file, lip_server_mechanisms, load_reports,
                            save_reports)
@@ -35,7 +36,7 @@ def _load_data(a: argparse.Namespace) -> Any:
     from lopub.data.domain import Domain
 
     domain = Domain.from_json(a.domain)
-    return dataset_from_file(a.csv, domain, a.na_values)
+    return dataset_from_file(a.csv, domain, a.na_values, getattr(a, "missing", "category"))
 
 
 def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
@@ -114,15 +115,41 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
 
     if not (np.isfinite(a.epsilon) and a.epsilon > 0):
         raise ValueError(f"--epsilon ({a.epsilon:g}) must be a finite number > 0")
+    if a.protocol == "bloom" and _suffix(a.out) == ".npz":
+        raise ValueError(f"--out {a.out!r}: Bloom reports are a Parquet file; name it .parquet")
     reports, report = collect(data, a.epsilon, protocol=a.protocol, rng=a.seed)
     if report.warning:
         warning(report.warning.removeprefix("WARNING: "), command="collect")
-    reports.save(a.out)
     chosen = report.recommended if a.protocol == "auto" else a.protocol
-    summary = {"protocol": chosen, "epsilon_per_record": a.epsilon, "n": data.n,
+    out = _named_for(a.out, reports, chosen)
+    reports.save(out)
+    summary = {"protocol": chosen, "epsilon_per_record": a.epsilon, "n": data.n, "out": out,
                "predicted_tvd": report.option(chosen).predicted_tvd, "privacy": report.privacy}
     emit(summary, a.json, f"collected {data.n} reports with {chosen} (planned at epsilon "
-                          f"{a.epsilon:g} per record) -> {a.out}\n{report.privacy}")
+                          f"{a.epsilon:g} per record) -> {out}\n{report.privacy}")
+
+
+def _suffix(path: str) -> str:
+    import os
+
+    return os.path.splitext(path)[1].lower()
+
+
+def _named_for(path: str, reports: Any, chosen: str) -> str:
+    """``path``, or the same name with the suffix of what ``reports`` are (with a warning)."""
+    import os
+
+    from lopub.collect import MarginalReports
+
+    want = ".npz" if isinstance(reports, MarginalReports) else ".parquet"
+    have = _suffix(path)
+    clash = have == ".npz" if want == ".parquet" else have in (".parquet", ".pq")
+    if not clash or os.path.isdir(path):
+        return path
+    out = os.path.splitext(path)[0] + want
+    warning(f"{chosen} reports are {'a NumPy archive' if want == '.npz' else 'a Parquet file'}: "
+            f"written to {out!r}, not {path!r} (read it with lopub fit {out})", command="collect")
+    return out
 
 
 def _collect_lip(a: argparse.Namespace, data: Any, meta: dict) -> dict:
@@ -143,6 +170,12 @@ def cmd_collect(a: argparse.Namespace) -> None:
     if a.protocol in PLANNED + ("bloom",):
         _collect_planned(a, data)
         return
+    one = [f"{x!r} (only {list(data.domain.labels(x))})" for x, k in zip(data.domain.attrs, data.domain.sizes)
+           if k < 2]
+    if one:
+        raise ValueError(f"--protocol {a.protocol}: attribute(s) {', '.join(one)} have one category; a "
+                         f"frequency oracle needs >= 2. A constant column carries no information: leave "
+                         f"it out of the domain (lopub schema --columns ...) or use --protocol auto")
     _check_budgets(a, len(data.domain.attrs))
     meta = {"format": FORMAT, "version": VERSION, "lopub_version": __version__,
             "protocol": a.protocol, "solution": a.solution or "spl", "epsilon": a.epsilon,
@@ -232,10 +265,13 @@ def _register_collect(subparsers: Any) -> None:
     c.add_argument("--r", type=int, help="attributes sampled per user with smp (default 1)")
     c.add_argument("--lgrr-variant", choices=LGRR_VARIANTS, help=LGRR_HELP)
     c.add_argument("--prior", help="JSON {attribute: [probabilities in label order]} for *-lip")
-    c.add_argument("--out", required=True, help="reports file to write (.npz; Parquet for bloom)")
+    c.add_argument("--out", required=True, help="reports file to write: .npz for marginal sampling, one "
+                   "attribute per user and frequency oracles, .parquet for Bloom reports (when auto "
+                   "picks Bloom, an .npz name is written as .parquet beside it, with a warning)")
     c.add_argument("--seed", type=seed_arg, help="seed for simulation; omitted = OS entropy")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     add_na_values(c)
+    add_missing(c)
     add_verbosity(c)
     c.set_defaults(func=cmd_collect)
 

@@ -164,7 +164,7 @@ def cmd_synthesize(a: argparse.Namespace) -> None:
     from lopub.publish.synthesize import synthesize, write_release
 
     model = Model.load(a.model)
-    df = synthesize(model, a.n, rng=a.seed)
+    df = synthesize(model, a.n, labels=a.labels, rng=a.seed)
     write_release(df, a.out)
     emit({"records": len(df), "out": a.out}, a.json, f"{len(df)} synthetic records written to {a.out}")
 
@@ -407,8 +407,13 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_synthesize(sub: argparse._SubParsersAction) -> None:
-    s = add_command(sub, "synthesize", description="Sample records along the junction tree; CSV or Parquet (by suffix) with the original labels.")
+    s = add_command(sub, "synthesize", description="Sample records along the junction tree; CSV or Parquet (by "
+                    "suffix) in the input's shape: numbers drawn uniformly within their bin (integers among "
+                    "the bin's integers, a point-mass bin its point), integers, booleans and dates as such, "
+                    "missing values as empty cells (columns of a schema without types: their labels).")
     s.add_argument("model")
+    s.add_argument("--labels", action="store_true", help="write every column's category labels (a binned "
+                   "number as its bin, e.g. \"[33, 36)\") instead of values")
     s.add_argument("--n", type=int, help="records (default: the number of reports)")
     s.add_argument("--seed", type=seed_arg, help="seed; the same seed gives the same release")
     s.add_argument("--out", required=True, help="output .csv or .parquet")

@@ -6,18 +6,19 @@ a DataFrame are binned with the domain's stored :class:`~lopub.data.domain.Binni
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
-from typing import Mapping, Sequence, cast
+from typing import Sequence, cast
 
 import numpy as np
 import pandas as pd
 
-from lopub._util import check_int
+from lopub.data._labels import NA_TOKENS, _numeric_key, date_days
 from lopub.data.domain import Attribute, Binning, Domain
-from lopub.errors import DomainError
-from lopub.limits import check_memory
 from lopub.data.marginal import Marginal
+from lopub.errors import DomainError
+
+#: attribute kinds whose cells in :data:`~lopub.data._labels.NA_TOKENS` are missing values
+NUMERIC_KINDS = ("number", "integer", "date")
 
 
 @dataclass(frozen=True)
@@ -68,13 +69,18 @@ class Dataset:
 
         Columns are matched by name (extra columns are ignored).  A label
         matches the category written the same, else the one equal to it once
-        spaces around both are stripped.  Nothing is guessed: a string
-        ``"None"``, ``"NA"`` or ``"TRUE"`` is a label like any other, and only
-        a real missing value (``None``, ``NaN``, ``pd.NA``) is missing.  Values of binned attributes are
-        binned, whether numbers or strings that spell numbers (a bin label
-        such as ``"[0, 10)"`` is taken as is).  A label that is no category
-        but spells the same number as exactly one category (``"1"`` and
-        ``"1.0"``) matches it.  Missing values and unknown labels raise
+        spaces around both are stripped.  In a text column nothing is
+        guessed: a string ``"None"``, ``"NA"`` or ``"TRUE"`` is a label like
+        any other, and only a real missing value (``None``, ``NaN``,
+        ``pd.NA``) is missing; in an attribute of kind number, integer or
+        date, a cell in :data:`~lopub.data._labels.NA_TOKENS` (``?``, ``NA``,
+        ...) is missing too.  A missing value takes the attribute's missing
+        category (:attr:`~lopub.data.domain.Attribute.missing`).  Values of
+        binned attributes are binned, whether numbers or strings that spell
+        numbers (a bin label such as ``"[0, 10)"`` is taken as is; dates are
+        parsed).  A label that is no category but spells the same number as
+        exactly one category (``"1"`` and ``"1.0"``) matches it.  A missing
+        value without a missing category and an unknown label raise
         :class:`DomainError` naming the attribute and the value.
         """
         if not isinstance(df, pd.DataFrame):
@@ -124,13 +130,31 @@ def _code_dtype(max_size: int) -> type:
 
 
 def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
-    if col.isna().any():
-        row = int(np.flatnonzero(col.isna().to_numpy())[0])
+    """Codes of one column; missing values go to the attribute's missing category, if any."""
+    missing = col.isna().to_numpy().copy()
+    if attr.missing is not None and attr.kind in NUMERIC_KINDS:  # NA tokens, infinities: missing
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            missing |= ~np.isfinite(col.to_numpy(dtype=float))
+        else:
+            missing |= col.astype(str).str.strip().isin(NA_TOKENS).to_numpy() & col.notna().to_numpy()
+    if missing.any() and attr.missing is None:
+        row = int(np.flatnonzero(missing)[0])
         raise DomainError(
-            f"attribute {attr.name!r}: {int(col.isna().sum())} missing value(s), first at row {row}; "
-            "drop or impute them before encoding"
+            f"attribute {attr.name!r}: {int(missing.sum())} missing value(s), first at row {row}, and "
+            f"the domain has no missing-value category for it; infer the schema with missing values "
+            f"kept as a category (lopub schema --missing category), or drop the rows (--missing drop)"
         )
-    if attr.binning is not None and pd.api.types.is_numeric_dtype(col):
+    codes = np.full(len(col), -1 if attr.missing_code is None else attr.missing_code, dtype=np.int64)
+    if not missing.all():
+        codes[~missing] = _encode_present(col[~missing], attr)
+    return codes
+
+
+def _encode_present(col: pd.Series, attr: Attribute) -> np.ndarray:
+    """Codes of the non-missing values of one column."""
+    if attr.binning is not None and attr.kind == "date":
+        return attr.binning.codes(date_days(col, attr.name), attr.name)
+    if attr.binning is not None and pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         return attr.binning.codes(col.to_numpy(dtype=float), attr.name)
     labels = col.astype(str)
     codes = pd.Index(list(attr.categories)).get_indexer(labels)  # exactly as written
@@ -169,15 +193,6 @@ def _bin_number_labels(labels: pd.Series, codes: np.ndarray, attr: Attribute) ->
     return out
 
 
-def _numeric_key(label: str) -> float | None:
-    """The number a label spells ("1", "1.0", " 1e0" -> 1.0), None if it is not numeric."""
-    try:
-        value = float(label)
-    except ValueError:
-        return None
-    return value if np.isfinite(value) else None
-
-
 def _match_numeric_labels(labels: pd.Series, codes: np.ndarray, categories: Sequence[str]) -> np.ndarray:
     """Codes for labels that differ from a category only in how a number is written.
 
@@ -198,107 +213,3 @@ def _match_numeric_labels(labels: pd.Series, codes: np.ndarray, categories: Sequ
     out[missing] = labels[missing].map(lookup).to_numpy()
     return out
 
-
-def _category_label(value: object) -> str:
-    """A category label: integral floats are written as integers (1.0 -> "1")."""
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
-def infer_domain(
-    df: pd.DataFrame,
-    *,
-    bins: int = 8,
-    edges: Mapping[str, Sequence[float]] | None = None,
-    max_categories: int = 64,
-    columns: Sequence[str] | None = None,
-) -> Domain:
-    """Infer a Domain from a DataFrame.
-
-    Rule: a column listed in ``edges`` is binned with those edges; any other
-    numeric column with more than ``max_categories`` distinct values gets
-    ``bins`` quantile bins computed once here and stored in the domain; every
-    other column is categorical with its sorted distinct labels.  A column of
-    strings counts as numeric when every non-missing value spells a finite
-    number (a CSV read by ``lopub`` is all strings).  Labels are the values as
-    written, surrounding spaces stripped ("01" stays "01", "None" and "NA"
-    are labels); only floats are respelled (1.0 -> "1").  Missing values
-    (``None``, ``NaN``) are ignored.
-
-    The domain is public: infer it from public or historical data, not from
-    the private records you are about to collect.
-    """
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    if len(df) == 0:
-        raise DomainError("cannot infer a domain from empty data")
-    bins, max_categories = check_int("bins", bins, 1), check_int("max_categories", max_categories, 0)
-    edges = dict(edges or {})
-    columns = list(df.columns) if columns is None else list(columns)
-    for c in list(edges) + columns:
-        if c not in df.columns:
-            raise DomainError(f"column {c!r} is not in the data; columns are {list(df.columns)}")
-    attrs = []
-    for c in columns:
-        col = df[c].dropna()
-        values = _numbers(col)
-        if values is None and c not in edges:
-            _warn_almost_numeric(col, str(c), max_categories)
-        if c in edges or (values is not None and pd.unique(values).size > max_categories):
-            if c not in edges:  # the edges, quantile levels and one label per bin
-                check_memory(160.0 * (bins + 1), "bins", bins, f"the quantile bins of column {c!r}")
-            b = Binning(tuple(edges[c])) if c in edges else Binning.quantile(cast(np.ndarray, values), bins)
-            if c in edges:
-                _check_edges_cover(b, values, str(c))
-            attrs.append(Attribute(str(c), b.labels, b))
-        else:
-            labels = sorted({_category_label(v) for v in col.unique()}, key=_natural_key)
-            attrs.append(Attribute(str(c), tuple(labels)))
-    return Domain(tuple(attrs))
-
-
-def _check_edges_cover(b: Binning, values: np.ndarray | None, c: str) -> None:
-    """Explicit edges must put every value of the column in a bin."""
-    if values is None:
-        raise DomainError(f"edges given for column {c!r}, but its values are not all numbers")
-    try:
-        b.codes(values, c)
-    except DomainError as exc:
-        raise DomainError(f"edges for column {c!r} leave data outside every bin: {exc}") from None
-
-
-def _numbers(col: pd.Series) -> np.ndarray | None:
-    """The column's values as floats when it holds numbers, else None.
-
-    A numeric column qualifies; so does a column of strings (a CSV read as
-    text) when every value spells a finite number ("1", "01", "2.5").  Its
-    labels, should it stay categorical, are still the strings as written.
-    """
-    if pd.api.types.is_numeric_dtype(col):
-        return col.to_numpy(dtype=float)
-    if not (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)) or col.empty:
-        return None
-    values = pd.to_numeric(col.astype(str).str.strip(), errors="coerce").to_numpy(dtype=float)
-    return values if np.isfinite(values).all() else None
-
-
-def _warn_almost_numeric(col: pd.Series, name: str, max_categories: int) -> None:
-    """Warn when a few non-numbers ("NA", "?") keep a numeric column from being binned."""
-    if pd.api.types.is_numeric_dtype(col) or col.empty:
-        return
-    uniq = pd.Series(pd.unique(col.astype(str).str.strip()))
-    ok = np.isfinite(pd.to_numeric(uniq, errors="coerce").to_numpy(dtype=float))
-    others = sorted(uniq[~ok])
-    if ok.sum() > max_categories and len(others) <= 5:
-        warnings.warn(
-            f"column {name!r}: every value but {others} is a number, so the column stays "
-            f"categorical with {len(uniq)} labels; if these mark missing values, read them as "
-            f"missing (lopub: --na-values {','.join(others)}; pandas: na_values) to bin it",
-            UserWarning, stacklevel=3)
-
-
-def _natural_key(s: str):
-    """Sort key: labels spelling finite numbers first, by value; then the others ("nan", "x")."""
-    value = _numeric_key(s)
-    return (1, 0.0, s) if value is None else (0, value, s)

@@ -9,8 +9,12 @@ JSON file format (``"format": "lopub-domain"``, ``"version": 1``): see
 :mod:`lopub.data.domain` and ``lopub/formats/jsonschema/domain.schema.json``.
 
 Binning rule: a numeric value x falls in bin i when ``edges[i] <= x < edges[i+1]``
-(the last bin also takes ``x == edges[-1]``); values outside the edges are an
-error, never silently clipped.
+(the last bin also takes ``x == edges[-1]``), unless it equals one of the
+binning's ``points``, which have a bin of their own; values outside the edges
+(and no point) are an error, never silently clipped.  An attribute may record
+its ``kind`` (the input's type, for the release) and the label of its
+missing-value category; a domain may record its ``provenance`` (public
+knowledge, or inferred from the private records, which it then reveals).
 """
 from __future__ import annotations
 
@@ -28,9 +32,16 @@ from lopub.formats._io import dump_json, load_json
 
 @dataclass(frozen=True)
 class Binning:
-    """Bin edges for a numeric attribute (``edges[i] <= x < edges[i+1]``)."""
+    """Bins of a numeric attribute: intervals ``edges[i] <= x < edges[i+1]`` and point masses.
+
+    ``points`` are values that get a bin of their own (a column that is 0 for
+    92 % of its rows keeps 0 apart from the other values); a value equal to a
+    point falls in the point's bin, whatever interval holds it.  Bins are
+    ordered by their lower end, a point before the interval that starts at it.
+    """
 
     edges: tuple[float, ...]
+    points: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         edges = tuple(float(e) for e in self.edges)
@@ -38,29 +49,68 @@ class Binning:
             raise DomainError(f"binning edges ({list(edges)}) need at least 2 values")
         if not all(np.isfinite(edges)) or any(b <= a for a, b in zip(edges, edges[1:])):
             raise DomainError(f"binning edges ({list(edges)}) must be finite and strictly increasing")
+        points = tuple(float(p) for p in self.points)
+        if not all(np.isfinite(points)) or any(b <= a for a, b in zip(points, points[1:])):
+            raise DomainError(f"binning points ({list(points)}) must be finite and strictly increasing")
         object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "points", points)
+
+    @property
+    def n_bins(self) -> int:
+        """Number of bins: intervals plus points."""
+        return len(self.edges) - 1 + len(self.points)
+
+    def _order(self) -> np.ndarray:
+        """Category position of each bin, bins numbered intervals first, then points."""
+        keys = [(a, 1, i) for i, a in enumerate(self.edges[:-1])]
+        keys += [(p, 0, len(self.edges) - 1 + i) for i, p in enumerate(self.points)]
+        pos = np.empty(len(keys), dtype=np.int64)
+        pos[[k[2] for k in sorted(keys)]] = np.arange(len(keys))
+        return pos
+
+    def bounds(self) -> list[tuple[float, float, bool]]:
+        """``(low, high, closed_high)`` of every bin in category order; a point is ``(p, p, True)``."""
+        last = len(self.edges) - 2
+        raw = [(a, b, i == last) for i, (a, b) in enumerate(zip(self.edges, self.edges[1:]))]
+        raw += [(p, p, True) for p in self.points]
+        out: list = [None] * len(raw)
+        for i, pos in enumerate(self._order()):
+            out[pos] = raw[i]
+        return out
 
     @property
     def labels(self) -> tuple[str, ...]:
-        """Labels ``[a, b)`` per bin (last bin closed)."""
+        """Labels ``[a, b)`` per interval (last one closed; ``(a`` when ``a`` is a point), ``p`` per point."""
+        pts = set(self.points)
         out = []
-        for i, (a, b) in enumerate(zip(self.edges, self.edges[1:])):
-            close = "]" if i == len(self.edges) - 2 else ")"
-            out.append(f"[{_fmt(a)}, {_fmt(b)}{close}")
+        for a, b, closed in self.bounds():
+            if a == b:
+                out.append(_fmt(a))
+                continue
+            close = "]" if closed and b not in pts else ")"
+            out.append(f"{'(' if a in pts else '['}{_fmt(a)}, {_fmt(b)}{close}")
         return tuple(out)
 
     def codes(self, values: np.ndarray, name: str) -> np.ndarray:
-        """Bin numeric ``values`` (1-D float array) into codes; error outside the edges."""
+        """Bin numeric ``values`` (1-D float array) into codes; error outside every bin."""
         x = np.asarray(values, dtype=float)
         e = np.asarray(self.edges)
+        code = np.clip(np.searchsorted(e, x, side="right") - 1, 0, len(e) - 2).astype(np.int64)
         bad = ~np.isfinite(x) | (x < e[0]) | (x > e[-1])
+        if self.points:
+            p = np.asarray(self.points)
+            at = np.clip(np.searchsorted(p, x), 0, p.size - 1)
+            hit = p[at] == x
+            code = np.where(hit, len(e) - 1 + at, code)
+            bad &= ~hit
         if bad.any():
             v = x[np.argmax(bad)]
+            pts = f" or the points {[_fmt(q) for q in self.points]}" if self.points else ""
             raise DomainError(
                 f"attribute {name!r}: value {v} is outside the binning edges "
-                f"[{_fmt(e[0])}, {_fmt(e[-1])}] ({int(bad.sum())} value(s) out of range)"
+                f"[{_fmt(e[0])}, {_fmt(e[-1])}]{pts} ({int(bad.sum())} value(s) out of range)"
             )
-        return np.clip(np.searchsorted(e, x, side="right") - 1, 0, len(e) - 2).astype(np.int64)
+        return self._order()[code] if self.points else code
 
     @staticmethod
     def quantile(values: Sequence[float] | np.ndarray, bins: int) -> "Binning":
@@ -77,17 +127,36 @@ class Binning:
         return Binning(tuple(edges))
 
 
+#: provenance of a schema written from public knowledge (data dictionary, declared bounds)
+PUBLIC = "public"
+#: provenance of a schema inferred from the raw records: its categories and bins reveal them
+INFERRED = "inferred from private data"
+
+
 def _fmt(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
+#: column types a schema records (the release gives each column back in its type)
+KINDS = ("number", "integer", "boolean", "date", "text")
+
+
 @dataclass(frozen=True)
 class Attribute:
-    """One attribute: a name, its ordered category labels, optional binning."""
+    """One attribute: a name, its ordered category labels, optional binning.
+
+    ``kind`` (one of :data:`KINDS`, or None when unknown) is the column's type
+    in the input, so that a release gives numbers, integers, booleans and
+    dates back as such.  ``missing`` is the label of the category that stands
+    for a missing value (None: missing values are refused); in a binned
+    attribute it is the last category, after one per bin.
+    """
 
     name: str
     categories: tuple[str, ...]
     binning: Binning | None = None
+    kind: str | None = None
+    missing: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -98,12 +167,26 @@ class Attribute:
         if len(set(cats)) != len(cats):
             dup = sorted({c for c in cats if cats.count(c) > 1})
             raise DomainError(f"attribute {self.name!r} has duplicate categories {dup}")
-        if self.binning is not None and len(self.binning.labels) != len(cats):
+        if self.kind is not None and self.kind not in KINDS:
+            raise DomainError(f"attribute {self.name!r}: kind ({self.kind!r}) must be one of {list(KINDS)}")
+        if self.missing is not None and self.missing not in cats:
+            raise DomainError(f"attribute {self.name!r}: the missing-value label ({self.missing!r}) "
+                              f"is not one of its categories")
+        extra = self.missing is not None and self.binning is not None
+        if self.binning is not None and self.binning.n_bins != len(cats) - extra:
             raise DomainError(
-                f"attribute {self.name!r}: {len(cats)} categories but "
-                f"{len(self.binning.labels)} bins"
+                f"attribute {self.name!r}: {len(cats) - extra} categories but "
+                f"{self.binning.n_bins} bins"
             )
+        if extra and cats[-1] != self.missing:
+            raise DomainError(f"attribute {self.name!r}: the missing-value label ({self.missing!r}) "
+                              f"must be the last category of a binned attribute")
         object.__setattr__(self, "categories", cats)
+
+    @property
+    def missing_code(self) -> int | None:
+        """Code of the missing-value category, None when there is none."""
+        return None if self.missing is None else self.categories.index(self.missing)
 
     @property
     def size(self) -> int:
@@ -118,9 +201,15 @@ class Domain:
     ----------
     attributes : sequence of Attribute
         In column order; names must be unique.
+    provenance : str, optional
+        Where the categories and bins come from: :data:`PUBLIC` (public
+        knowledge: a data dictionary, declared bounds) or :data:`INFERRED`
+        (computed from the raw records, which they then reveal); free text
+        is kept as written.  Not part of equality.
     """
 
     attributes: tuple[Attribute, ...]
+    provenance: str | None = field(default=None, compare=False)
     _index: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -196,7 +285,7 @@ class Domain:
 
     def project(self, names: Sequence[str]) -> "Domain":
         """Sub-domain over ``names`` in the given order."""
-        return Domain(tuple(self.attributes[i] for i in self.indices(names)))
+        return Domain(tuple(self.attributes[i] for i in self.indices(names)), self.provenance)
 
     # JSON -------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -242,14 +331,23 @@ class Domain:
 
 
 def domain_to_dict(domain: Domain) -> dict:
-    """The JSON object of ``domain`` (binning edges included when present)."""
+    """The JSON object of ``domain`` (binning, kind, missing label and provenance when present)."""
     attrs = []
     for a in domain.attributes:
         d: dict[str, Any] = {"name": a.name, "categories": list(a.categories)}
         if a.binning is not None:
             d["binning"] = {"edges": list(a.binning.edges)}
+            if a.binning.points:
+                d["binning"]["points"] = list(a.binning.points)
+        if a.kind is not None:
+            d["kind"] = a.kind
+        if a.missing is not None:
+            d["missing"] = a.missing
         attrs.append(d)
-    return {"format": DOMAIN_FORMAT, "version": DOMAIN_VERSION, "attributes": attrs}
+    out = {"format": DOMAIN_FORMAT, "version": DOMAIN_VERSION, "attributes": attrs}
+    if domain.provenance is not None:
+        out["provenance"] = domain.provenance
+    return out
 
 
 def domain_from_dict(obj: Any) -> Domain:
@@ -271,7 +369,10 @@ def domain_from_dict(obj: Any) -> Domain:
     attrs = obj.get("attributes")
     if not isinstance(attrs, list):
         raise DomainError("domain JSON: \"attributes\" must be a list")
-    return Domain(tuple(_attribute(i, a) for i, a in enumerate(attrs)))
+    prov = obj.get("provenance")
+    if prov is not None and not isinstance(prov, str):
+        raise DomainError(f"domain JSON: \"provenance\" must be a string, got {prov!r:.40}")
+    return Domain(tuple(_attribute(i, a) for i, a in enumerate(attrs)), prov)
 
 
 def _attribute(i: int, a: Any) -> Attribute:
@@ -289,8 +390,16 @@ def _attribute(i: int, a: Any) -> Attribute:
                               and all(_is_number(e) for e in b["edges"])):
         raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"binning\" must be "
                           f"{{\"edges\": [e0, e1, ...]}} with numbers, got {b!r:.80}")
-    binning = Binning(tuple(b["edges"])) if b else None
-    return Attribute(a["name"], tuple(cats), binning)
+    points = b.get("points", []) if b else []
+    if not (isinstance(points, list) and all(_is_number(p) for p in points)):
+        raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"binning\" \"points\" "
+                          f"must be a list of numbers, got {points!r:.80}")
+    for key in ("kind", "missing"):
+        if a.get(key) is not None and not isinstance(a[key], str):
+            raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"{key}\" must be "
+                              f"a string, got {a[key]!r:.40}")
+    binning = Binning(tuple(b["edges"]), tuple(points)) if b else None
+    return Attribute(a["name"], tuple(cats), binning, a.get("kind"), a.get("missing"))
 
 
 def _is_number(x: Any) -> bool:

@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from lopub.collect import MarginalReports, collect, privacy_statement
-from lopub.data.dataset import Dataset, infer_domain
+from lopub.data.dataset import Dataset
+from lopub.data.schema import infer_domain
 from lopub.data.domain import Attribute, Domain
 from lopub.errors import DomainError
 from lopub.model.fit_result import FitReport
@@ -172,8 +173,10 @@ class Synthesizer:
         (acceptable in a simulation; in a deployment the domain must be
         public): :func:`lopub.infer_domain`, except that a pandas categorical
         column keeps its declared categories in their order.
-    bins : int
-        Quantile bins of numeric columns when the domain is inferred.
+    bins : int, optional
+        Quantile bins of numeric columns when the domain is inferred
+        (default: from the number of rows, :func:`lopub.data.schema.auto_bins`).
+        Missing values are kept as a category of their own.
     clique_budget : int, optional
         Largest clique of the model in cells (default: ``fit``'s for the
         release, :func:`lopub.pipeline.steps.default_clique_budget`).
@@ -203,7 +206,7 @@ class Synthesizer:
                  method: str = _FIT_DEFAULTS.method,
                  release: str = _FIT_DEFAULTS.release,
                  structure: str = _FIT_DEFAULTS.structure,
-                 domain: Domain | None = None, bins: int = _default(infer_domain, "bins"),
+                 domain: Domain | None = None, bins: int | None = _default(infer_domain, "bins"),
                  clique_budget: int | None = _FIT_DEFAULTS.clique_budget,
                  rng: np.random.Generator | int | None = None) -> None:
         self.epsilon = epsilon
@@ -256,7 +259,8 @@ class Synthesizer:
         self.fit_options()  # method, release, structure, clique_budget: checked by FitOptions
         if self.domain is not None and not isinstance(self.domain, Domain):
             raise TypeError(f"domain ({type(self.domain).__name__}) must be a lopub Domain or None")
-        check_int("bins", self.bins, 2)
+        if self.bins is not None:
+            check_int("bins", self.bins, 2)
         if not isinstance(self.rng, np.random.Generator):
             resolve_rng(self.rng)  # type and sign of a seed
 
@@ -351,12 +355,17 @@ class Synthesizer:
         return Dataset.from_pandas(data, domain)
 
     # using the model ---------------------------------------------------------
-    def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None) -> pd.DataFrame:
-        """``n`` synthetic records (default: as many as reports) with the original labels.
+    def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None, *,
+               labels: bool = False) -> pd.DataFrame:
+        """``n`` synthetic records (default: as many as reports) in the input's shape.
 
-        The same ``seed`` gives the same records (also after :meth:`save` / :meth:`load`).
+        Numbers, integers, booleans and dates come back as such (a binned
+        number drawn uniformly within its bin) and missing values as missing
+        (:func:`lopub.publish.synthesize.synthesize`); ``labels=True`` gives the
+        category labels instead.  The same ``seed`` gives the same records
+        (also after :meth:`save` / :meth:`load`).
         """
-        return synthesize(self._fitted(), n, rng=seed)
+        return synthesize(self._fitted(), n, labels=labels, rng=seed)
 
     def query(self, attrs: Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (conditioned on ``where``); see :meth:`Model.query`."""
@@ -436,10 +445,11 @@ def _declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
         col = df[a.name] if a.binning is None and a.name in df.columns else None
         if isinstance(col, pd.Series) and isinstance(col.dtype, pd.CategoricalDtype):
             cats = tuple(str(c).strip() for c in col.cat.categories)
-            if len(set(cats)) == len(cats) and set(a.categories) <= set(cats):
-                a = Attribute(a.name, cats)
+            extra = (a.missing,) if a.missing is not None and a.missing not in cats else ()
+            if len(set(cats)) == len(cats) and set(a.categories) <= set(cats) | set(extra):
+                a = Attribute(a.name, cats + extra, None, a.kind, a.missing)
         attrs.append(a)
-    return Domain(tuple(attrs))
+    return Domain(tuple(attrs), domain.provenance)
 
 
 def _protocol_of(reports: Any) -> str:

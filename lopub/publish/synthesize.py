@@ -35,6 +35,7 @@ import pandas as pd
 
 from lopub._util import check_int, resolve_rng
 from lopub.data.dataset import Dataset
+from lopub.data.values import to_values
 from lopub.io import atomic_write
 from lopub.limits import check_memory
 from lopub.model.graphical import Model, conditional_table
@@ -117,15 +118,42 @@ def _draw_rows(cond: np.ndarray, cfg: np.ndarray, gen: np.random.Generator) -> n
         hi = np.where(open_ & ~right, mid, hi)
 
 
-def synthesize(model: Model, n: int | None = None, *,
+def synthesize(model: Model, n: int | None = None, *, labels: bool = False,
                rng: np.random.Generator | int | None = None) -> pd.DataFrame:
-    """Synthetic records as a DataFrame with the original labels (Alg. 6).
+    """Synthetic records as a DataFrame in the input's shape (Alg. 6).
+
+    Parameters
+    ----------
+    model : Model
+    n : int, optional
+        Number of records (default: the number of reports).
+    labels : bool
+        Give every column as its category labels (a binned number as its bin
+        ``"[33, 36)"``) instead of values.
+    rng : Generator, int or None
+        Keyword-only randomness; a fixed seed gives a fixed release.
+
+    Returns
+    -------
+    DataFrame
+        Columns whose domain records a kind come back in it
+        (:mod:`lopub.data.values`): numbers drawn uniformly within their bin
+        (integers among the bin's integers, a point-mass bin its point),
+        integers, booleans, dates, and the missing category as missing
+        values.  Columns without a kind, and every column with
+        ``labels=True``, are ordered categoricals of the labels.
     """
-    return sample_codes(model, n, rng=rng).to_pandas()
+    gen = resolve_rng(rng)
+    data = sample_codes(model, n, rng=gen)
+    return to_values(data.codes, model.domain.attributes, labels=labels, rng=gen)
 
 
 def write_release(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a release atomically: Parquet for ``.parquet``/``.pq``, CSV otherwise.
+
+    Missing values are empty CSV cells (Parquet nulls); numbers, integers and
+    dates are written as such, so ``pandas.read_csv`` reads them back with
+    the input's dtypes.
 
     Labels are written exactly as they are.  In a CSV, a label with a comma,
     a quote or a line break is quoted, so that ``lopub`` (and any CSV reader)

@@ -1,0 +1,372 @@
+"""Schema inference: a :class:`~lopub.data.domain.Domain` and the decisions behind it.
+
+:func:`infer_schema` returns a :class:`SchemaReport`: the domain plus one
+row per column (type, categories or bins, missing share, notes) for the data
+steward to review before collecting.  Rules, column by column:
+
+* **type**: a column whose cells all spell finite numbers, once the
+  missing-value cells (``na_values``, by default :data:`NA_TOKENS`) are set
+  aside, is numeric: ``integer`` when every value is integral, else
+  ``number``; ``boolean`` for a bool column or the labels true/false; ``date``
+  for datetime values or ISO dates (``2024-01-31``, optionally with a time);
+  else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
+* **identifiers**: a text column whose values are unique in at least 90 % of
+  its (>= 20) rows, or an integer column of N >= 1,000 distinct values filling
+  a range of at most 2 N (a row number), is identifier-like and left out (``identifiers="keep"``, or
+  naming it in ``columns``, keeps it).
+* **numeric columns** keep one category per value when they have at most
+  ``max_categories`` distinct values, else are binned: ``edges`` given for
+  the column, or equal-width bins between public ``bounds``, or (inferred)
+  every value holding at least ``max(1/bins, 5 %)`` of the rows gets a bin of
+  its own (a point mass, like 0 for 92 % of a capital-gain column) and the
+  other values ``bins`` minus the points quantile bins, merged until none is
+  empty.  Defaults from N: ``bins = clip(floor(sqrt(N)) // 4, 2, 8)`` and
+  ``max_categories = clip(floor(sqrt(N)) // 2, 2, 32)`` (150 rows: 3 bins, up
+  to 6 raw values; 32,561 rows: 8 bins, up to 32 values).
+* **missing values** (``missing``): ``"category"`` (default) adds a category
+  :data:`MISSING_LABEL` to every column that has missing cells; ``"drop"``
+  leaves it out (the rows must be dropped before collecting); ``"refuse"``
+  raises.
+* a column with one category is kept with a note: it carries no information
+  and costs no budget.
+
+Privacy: categories, quantile edges and point masses computed here come from
+the raw records and reveal them.  The domain is marked ``provenance =
+"inferred from private data"`` unless every column's categories came from
+public knowledge (``edges``/``bounds`` for every column) or the caller
+declares the data public (``provenance="public"``, e.g. last year's public
+extract).  The honest ways: a data dictionary written by hand (a domain JSON
+with ``"provenance": "public"``), or declared ``bounds`` with equal-width bins.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from lopub._util import check_int
+from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, _numbers, date_days
+from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
+from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
+from lopub.data.schema_report import ColumnDecision, SchemaReport
+from lopub.errors import DomainError
+from lopub.limits import check_memory
+
+__all__ = ["MISSING_LABEL", "MISSING_POLICIES", "NA_TOKENS", "ColumnDecision", "SchemaReport",
+           "auto_bins", "auto_max_categories", "infer_domain", "infer_schema"]
+
+#: label of the category that stands for a missing value (underscores added if a label is taken)
+MISSING_LABEL = "(missing)"
+MISSING_POLICIES = ("category", "drop", "refuse")
+IDENTIFIERS = ("exclude", "keep")
+PRIVACY_NOTE = ("this schema's categories and bin edges were computed from the raw records and "
+                "reveal them (who is in the data, rare values, quantiles): publish it only if that is "
+                "acceptable; otherwise write the schema from public knowledge (a data dictionary, "
+                "declared --bounds with equal-width bins, --edges) and mark it \"provenance\": \"public\"")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$")
+_BOOLEAN = ("True", "False")  # as pandas writes booleans: other spellings stay text labels
+
+
+def infer_domain(
+    df: pd.DataFrame,
+    *,
+    bins: int | None = None,
+    edges: Mapping[str, Sequence[float]] | None = None,
+    bounds: Mapping[str, Sequence[float]] | None = None,
+    max_categories: int | None = None,
+    columns: Sequence[str] | None = None,
+    missing: str = "category",
+    na_values: Sequence[str] = NA_TOKENS,
+    identifiers: str = "exclude",
+    provenance: str | None = None,
+) -> Domain:
+    """The domain of :func:`infer_schema` (same parameters); its notes that matter are warnings.
+
+    A column left out (identifier-like) and a column of one category are
+    reported as :class:`UserWarning`; read :func:`infer_schema`'s table for all
+    decisions.  The domain is public: infer it from public or historical data,
+    not from the private records you are about to collect (see the module
+    docstring).
+    """
+    report = infer_schema(df, bins=bins, edges=edges, bounds=bounds, max_categories=max_categories,
+                          columns=columns, missing=missing, na_values=na_values,
+                          identifiers=identifiers, provenance=provenance)
+    for c in report.columns:
+        if c.decision == "excluded" or len(c.categories) == 1:
+            warnings.warn(f"column {c.column!r}: " + "; ".join(c.notes), UserWarning, stacklevel=2)
+    return report.domain
+
+
+def infer_schema(
+    df: pd.DataFrame,
+    *,
+    bins: int | None = None,
+    edges: Mapping[str, Sequence[float]] | None = None,
+    bounds: Mapping[str, Sequence[float]] | None = None,
+    max_categories: int | None = None,
+    columns: Sequence[str] | None = None,
+    missing: str = "category",
+    na_values: Sequence[str] = NA_TOKENS,
+    identifiers: str = "exclude",
+    provenance: str | None = None,
+) -> SchemaReport:
+    """Infer a domain from a DataFrame, with the table of decisions (rules: module docstring).
+
+    Parameters
+    ----------
+    df : DataFrame
+    bins : int, optional
+        Bins of a binned numeric column (default from N).
+    edges : mapping column -> edges, optional
+        Explicit bin edges (public): every value must fall in a bin.
+    bounds : mapping column -> (low, high), optional
+        Public bounds: ``bins`` equal-width bins between them.
+    max_categories : int, optional
+        Numeric columns with more distinct values are binned (default from N).
+    columns : sequence of str, optional
+        Columns to keep (default all); a column named here is never excluded.
+    missing : {"category", "drop", "refuse"}
+        What to do with missing cells (see the module docstring).
+    na_values : sequence of str
+        Cells that mark a missing value in an otherwise numeric column.
+    identifiers : {"exclude", "keep"}
+        Leave identifier-like columns out (default) or keep them.
+    provenance : str, optional
+        Declare the provenance (e.g. ``"public"`` for public or historical
+        data); default: public only when every column has edges or bounds.
+
+    Returns
+    -------
+    SchemaReport
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if len(df) == 0:
+        raise DomainError("cannot infer a domain from empty data")
+    opts = _Options.make(df, bins, edges, bounds, max_categories, missing, na_values, identifiers)
+    named = columns is not None
+    columns = list(df.columns) if columns is None else list(columns)
+    for c in list(opts.edges) + list(opts.bounds) + columns:
+        if c not in df.columns:
+            raise DomainError(f"column {c!r} is not in the data; columns are {list(df.columns)}")
+    pairs = [_column(str(c), df[c], opts, keep_id=named) for c in columns]
+    attrs = tuple(a for a, _ in pairs if a is not None)
+    if not attrs:
+        raise DomainError(f"no column is left for the domain: {[d.column for _, d in pairs]} are "
+                          f"identifier-like (pass identifiers='keep' or name them in columns)")
+    public = all(c in opts.edges or c in opts.bounds for c in (a.name for a in attrs))
+    prov = provenance if provenance is not None else (PUBLIC if public else INFERRED)
+    note = None if prov == PUBLIC else PRIVACY_NOTE
+    return SchemaReport(Domain(attrs, prov), tuple(d for _, d in pairs), len(df), opts.bins,
+                        opts.max_categories, note)
+
+
+@dataclass(frozen=True)
+class _Options:
+    bins: int
+    max_categories: int
+    edges: dict
+    bounds: dict
+    missing: str
+    na: frozenset
+    identifiers: str
+
+    @classmethod
+    def make(cls, df, bins, edges, bounds, max_categories, missing, na_values, identifiers) -> "_Options":
+        n = len(df)
+        bins = auto_bins(n) if bins is None else check_int("bins", bins, 1)
+        maxc = auto_max_categories(n) if max_categories is None else check_int("max_categories",
+                                                                                max_categories, 0)
+        if missing not in MISSING_POLICIES:
+            raise ValueError(f"missing ({missing!r}) must be one of {list(MISSING_POLICIES)}")
+        if identifiers not in IDENTIFIERS:
+            raise ValueError(f"identifiers ({identifiers!r}) must be one of {list(IDENTIFIERS)}")
+        if isinstance(na_values, str):
+            raise TypeError("na_values must be a sequence of strings, not one string")
+        bounds = {str(k): tuple(float(x) for x in v) for k, v in dict(bounds or {}).items()}
+        for k, v in bounds.items():
+            if len(v) != 2 or not np.all(np.isfinite(v)) or not v[0] < v[1]:
+                raise ValueError(f"bounds for column {k!r} ({list(v)}) must be two finite numbers low < high")
+        return cls(bins, maxc, dict(edges or {}), bounds, missing,
+                   frozenset(str(v).strip() for v in na_values), identifiers)
+
+
+def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool) -> tuple[Attribute | None, ColumnDecision]:
+    """The attribute (None when left out) and the decision for one column."""
+    kind, values, missing = _kind(raw, o.na)
+    present = raw[~missing]
+    share = float(missing.mean())
+    notes: list[str] = []
+    if missing.any():
+        notes.append(_missing_note(raw, missing, o))
+    if kind == "text" and name not in o.edges and name not in o.bounds:
+        _warn_almost_numeric(present, name, o.max_categories)
+        marks = present.astype(str).str.strip()
+        for t in sorted(set(marks[marks.isin(o.na)])):  # loop over the few markers found
+            notes.append(f"{t!r} ({int((marks == t).sum())} rows) may mark a missing value: kept as "
+                         f"the category {t!r} (read it as missing with --na-values {t})")
+    ident = None if keep_id or o.identifiers == "keep" else _identifier(kind, present, values)
+    if ident is not None:
+        return None, ColumnDecision(name, kind, "excluded", (), share,
+                                    (f"identifier-like ({ident}): left out; keep it with "
+                                     f"identifiers='keep' (--keep-ids) or by naming it in columns",))
+    if present.size == 0 and o.missing != "category":
+        return None, ColumnDecision(name, kind, "excluded", (), share,
+                                    ("no value: every cell is missing; left out",))
+    binning, cats, extra = _categories(name, kind, present, values, o)
+    notes = extra + notes
+    if binning is None and kind in ("integer", "number") and not _canonical(cats):
+        kind = "text"  # "01" and "1" both present, or "1.50": the labels as written are the values
+    label = None
+    if missing.any() and o.missing == "category":
+        label = _missing_label(cats)
+        cats = cats + (label,)
+    if len(cats) == 1:
+        notes.append("one category: the column is constant, carries no information and costs no budget")
+    elif len(cats) > 50 and kind == "text":
+        notes.append(f"{len(cats)} categories: kept, but only protocols that carry large domains "
+                     f"(one attribute per user, Bloom reports) estimate it well")
+    attr = Attribute(name, cats, binning, kind, label)
+    return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
+
+
+def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.ndarray]:
+    """(kind, the present values as floats for numbers/dates or None, missing mask)."""
+    missing = raw.isna().to_numpy()
+    if pd.api.types.is_bool_dtype(raw):
+        return "boolean", None, missing
+    if pd.api.types.is_datetime64_any_dtype(raw):
+        return "date", date_days(raw[~missing], str(raw.name)), missing
+    if pd.api.types.is_numeric_dtype(raw):
+        x = raw.to_numpy(dtype=float)
+        missing = missing | ~np.isfinite(x)
+        return _int_or_number(x[~missing]), x[~missing], missing
+    text = raw.astype(str).str.strip().where(~pd.Series(missing, index=raw.index))
+    token = text.isin(na).to_numpy() & ~missing
+    rest = raw[~missing & ~token]
+    values = _numbers(rest)
+    if values is not None and rest.size:
+        return _int_or_number(values), values, missing | token
+    labels = rest.astype(str).str.strip()
+    if labels.size and labels.isin(_BOOLEAN).all():
+        return "boolean", None, missing
+    if labels.size and labels.str.match(_ISO_DATE).all():
+        try:
+            return "date", date_days(rest, str(raw.name)), missing
+        except DomainError:
+            pass
+    return "text", None, missing
+
+
+def _canonical(labels: tuple[str, ...]) -> bool:
+    """Whether every label is the usual spelling of its number ("1", "2.5"; not "01", "1.0")."""
+    out = []
+    for lab in labels:  # loop over categories
+        try:
+            out.append(_category_label(float(lab)) == lab or repr(float(lab)) == lab)
+        except ValueError:
+            return False
+    return all(out)
+
+
+def _int_or_number(x: np.ndarray) -> str:
+    return "integer" if x.size and np.all(x == np.round(x)) else "number"
+
+
+def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str | None:
+    """Why a column is identifier-like, or None."""
+    n = present.size
+    if n < 20:
+        return None
+    if kind == "text":
+        text = present.astype(str).str.strip()
+        distinct = text.nunique()
+        numeric = np.isfinite(pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)).mean()
+        return (f"{distinct} distinct values in {n} rows" if distinct >= 0.9 * n and numeric < 0.5
+                else None)
+    if kind == "integer" and values is not None and n >= 1000:
+        distinct = np.unique(values).size
+        if distinct == n and values.max() - values.min() + 1 <= 2 * n:
+            return f"{n} distinct integers from {values.min():.0f} to {values.max():.0f}, one per row"
+    return None
+
+
+def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | None,
+                o: _Options) -> tuple[Binning | None, tuple[str, ...], list[str]]:
+    """(binning or None, category labels, notes) of the present values."""
+    if name in o.edges or name in o.bounds:
+        if values is None:
+            raise DomainError(f"{'edges' if name in o.edges else 'bounds'} given for column {name!r}, "
+                              f"but its values are not all numbers")
+        if name in o.edges:
+            b, how = Binning(tuple(o.edges[name])), "explicit edges (public)"
+        else:
+            b, how = equal_width(o.bounds[name], o.bins), "equal-width bins between declared bounds (public)"
+        _check_cover(b, values, name)
+        return b, _bin_labels(b, kind), [how]
+    if values is not None and np.unique(values).size > o.max_categories:
+        check_memory(160.0 * (o.bins + 1), "bins", o.bins, f"the quantile bins of column {name!r}")
+        inferred, notes = numeric_binning(values, o.bins)
+        if inferred is not None:
+            return inferred, _bin_labels(inferred, kind), notes
+    if kind == "date" and values is not None:
+        labels = sorted({str(v).strip() for v in present.astype(str)})
+    else:
+        labels = sorted({_category_label(v) for v in present.unique()}, key=_natural_key)
+    return None, tuple(labels), []
+
+
+def _bin_labels(b: Binning, kind: str) -> tuple[str, ...]:
+    if kind != "date":
+        return b.labels
+    day = lambda v: str((pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(v))).date())  # noqa: E731
+    out = []
+    for lo, hi, closed in b.bounds():
+        out.append(day(lo) if lo == hi else f"[{day(lo)}, {day(hi)}{']' if closed else ')'}")
+    return tuple(out) if len(set(out)) == len(out) else b.labels
+
+
+def _check_cover(b: Binning, values: np.ndarray, name: str) -> None:
+    """Public edges or bounds must put every value of the column in a bin."""
+    try:
+        b.codes(values, name)
+    except DomainError as exc:
+        raise DomainError(f"edges for column {name!r} leave data outside every bin: {exc}") from None
+
+
+def _missing_label(cats: tuple[str, ...]) -> str:
+    label = MISSING_LABEL
+    while label in cats:
+        label = "_" + label + "_"
+    return label
+
+
+def _missing_note(raw: pd.Series, missing: np.ndarray, o: _Options) -> str:
+    tokens = sorted(set(raw[missing & raw.notna().to_numpy()].astype(str).str.strip()))
+    how = " (" + ", ".join((["empty cells"] if raw.isna().any() else []) + [repr(t) for t in tokens]) + ")"
+    what = {"category": "kept as their own category",
+            "drop": "no category: drop these rows before collecting (--missing drop)",
+            "refuse": ""}[o.missing]
+    if o.missing == "refuse":
+        raise DomainError(f"column {raw.name!r}: {int(missing.sum())} missing value(s){how}; "
+                          f"missing='refuse' (--missing refuse) does not accept them")
+    return f"{int(missing.sum())} missing{how}: {what}"
+
+
+def _warn_almost_numeric(col: pd.Series, name: str, max_categories: int) -> None:
+    """Warn when a few non-numbers keep a numeric column from being binned."""
+    if pd.api.types.is_numeric_dtype(col) or col.empty:
+        return
+    uniq = pd.Series(pd.unique(col.astype(str).str.strip()))
+    ok = np.isfinite(pd.to_numeric(uniq, errors="coerce").to_numpy(dtype=float))
+    others = sorted(uniq[~ok])
+    if ok.sum() > max_categories and len(others) <= 5:
+        warnings.warn(
+            f"column {name!r}: every value but {others} is a number, so the column stays "
+            f"categorical with {len(uniq)} labels; if these mark missing values, read them as "
+            f"missing (lopub: --na-values {','.join(others)}; pandas: na_values) to bin it",
+            UserWarning, stacklevel=4)

@@ -1,0 +1,70 @@
+"""Bins of a numeric column for :mod:`lopub.data.schema`: how many, and where.
+
+Inferred bins never collapse a column: a value holding at least
+``max(1/bins, 5 %)`` of the rows is a point mass with a bin of its own, the
+other values get quantile bins (``bins`` minus the points, at least one; for
+integer data the edges are rounded up to integers, which keeps every value in
+its bin), and an empty interval is merged into its neighbour.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from lopub.data.domain import Binning, _fmt
+
+#: a value holding at least this share of the rows (and 1/bins) is a point mass
+POINT_SHARE = 0.05
+
+
+def auto_bins(n: int) -> int:
+    """Bins of a binned numeric column for ``n`` rows: ``clip(floor(sqrt(n)) // 4, 2, 8)``."""
+    return int(np.clip(int(np.sqrt(n)) // 4, 2, 8))
+
+
+def auto_max_categories(n: int) -> int:
+    """Distinct values a numeric column keeps as raw categories: ``clip(floor(sqrt(n)) // 2, 2, 32)``."""
+    return int(np.clip(int(np.sqrt(n)) // 2, 2, 32))
+
+
+def equal_width(bounds: Sequence[float], bins: int) -> Binning:
+    """``bins`` equal-width bins between public ``bounds`` (low, high)."""
+    lo, hi = float(bounds[0]), float(bounds[1])
+    return Binning(tuple(np.linspace(lo, hi, bins + 1)))
+
+
+def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list[str]]:
+    """(Binning, notes) of finite ``values``: point masses plus quantile intervals, none empty.
+
+    None when the values leave fewer than two distinct non-point values (the
+    column is then better kept as categories).
+    """
+    x = np.asarray(values, dtype=float)
+    uniq, counts = np.unique(x, return_counts=True)
+    share = counts / x.size
+    points = uniq[share >= max(1.0 / max(bins, 1), POINT_SHARE)]
+    rest = x[~np.isin(x, points)]
+    if np.unique(rest).size < 2:
+        return None, []
+    edges = np.quantile(rest, np.linspace(0, 1, max(bins - points.size, 1) + 1))
+    if np.all(x == np.round(x)):  # integers: integer edges hold the same integers ([57.5, 60) = [58, 60))
+        edges = np.ceil(edges)
+    edges = _drop_empty(np.unique(edges), rest)
+    notes = [f"{_fmt(p)} is {100 * s:.1f}% of the rows: a bin of its own"
+             for p, s in zip(points, share[np.isin(uniq, points)])]
+    return Binning(tuple(edges), tuple(points)), notes + ["quantile bins (inferred from the data)"]
+
+
+def _drop_empty(grid: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """Merge every interval holding none of ``rest`` into its neighbour."""
+    edges = [float(e) for e in grid]
+    while len(edges) > 2:  # loop over intervals (a handful), not records
+        idx = np.clip(np.searchsorted(edges, rest, side="right") - 1, 0, len(edges) - 2)
+        counts = np.bincount(idx, minlength=len(edges) - 1)
+        empty = np.flatnonzero(counts == 0)
+        if empty.size == 0:
+            break
+        i = int(empty[0])
+        del edges[i + 1 if i + 1 < len(edges) - 1 else i]
+    return np.asarray(edges)
