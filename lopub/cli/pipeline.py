@@ -183,7 +183,7 @@ def _plots(dg, tree, path: str | os.PathLike) -> list[str]:
     if dg.stats.get("model_phi") is not None and "rethresholded_from" not in dg.stats:
         release = rethreshold(dg, dg.stats["model_phi"])
         extra = [e for e in release.edges if not dg.graph.has_edge(*e)]
-    plot_graph(dg.graph, tree, p, extra_edges=extra, dropped_edges=dg.dropped)
+    plot_graph(dg.graph, tree, p, extra_edges=extra, dropped_edges=dg.dropped, rule=dg.stats.get("structure"))
     plot_mi(dg, mi_path)
     return [str(p), str(mi_path)]
 
