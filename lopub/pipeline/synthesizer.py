@@ -322,12 +322,20 @@ class Synthesizer:
         return Dataset.from_pandas(data, domain)
 
     # using the model ---------------------------------------------------------
-    def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None) -> pd.DataFrame:
+    def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None, *,
+               conditions: Mapping[str, Any] | None = None) -> pd.DataFrame:
         """``n`` synthetic records (default: as many as reports) with the original labels.
 
         The same ``seed`` gives the same records (also after :meth:`save` / :meth:`load`).
+        ``conditions = {attr: label}`` samples conditionally (SDV's
+        ``sample_from_conditions``): every record carries those values and the
+        other attributes follow the model's exact conditional distribution
+        (evidence clamped in the junction tree,
+        :func:`lopub.publish.synthesize.sample_codes`).  An unknown attribute
+        or label raises ``DomainError``; a condition the model gives
+        probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).
         """
-        return synthesize(self._fitted(), n, rng=seed)
+        return synthesize(self._fitted(), n, rng=seed, where=conditions or None)
 
     def query(self, attrs: Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (conditioned on ``where``); see :meth:`Model.query`."""
