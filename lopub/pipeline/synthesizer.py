@@ -177,8 +177,11 @@ class Synthesizer:
     Examples
     --------
     >>> from lopub.datasets import embedded
-    >>> syn = Synthesizer(epsilon=4, rng=0).fit(embedded(5000).to_pandas())  # doctest: +SKIP
-    >>> syn.sample(10, seed=1)                                                # doctest: +SKIP
+    >>> syn = Synthesizer(epsilon=4, rng=0).fit(embedded(5000, rng=0).to_pandas())
+    >>> syn.sample(10, seed=1).shape
+    (10, 13)
+    >>> set(syn.sample(5, seed=1, conditions={"sex": "Female"})["sex"])
+    {'Female'}
     """
 
     def __init__(self, *, epsilon: float, protocol: str = _default(collect, "protocol"),
