@@ -36,3 +36,22 @@ def test_demo_summary_figure_and_legend_agree(tmp_path, monkeypatch):
     assert summary["structure"] == "auto"
     for text in (legend, mi_legend):
         assert "chi-square" in text and "MI >= tau" not in text
+
+
+def test_report_reads_the_csv_collect_read(tmp_path, capsys):
+    # the real-data CSV may hold columns the schema left out (collect ignores them): the report too
+    import warnings
+
+    from lopub.datasets import embedded
+    from lopub.pipeline.steps import fit
+
+    real = embedded(2000, rng=0).select(["sex", "race", "income"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit(estimator=real, phi=0.4).model
+    model.save(tmp_path / "model.json")
+    real.to_pandas().assign(weight="7").to_csv(tmp_path / "real.csv", index=False)
+    assert main(["report", str(tmp_path / "model.json"), "--real", str(tmp_path / "real.csv"),
+                 "--out", str(tmp_path / "r.html")]) == 0
+    assert "columns ['weight'] are not in the model's domain; left out" in capsys.readouterr().err
+    assert (tmp_path / "r.html").read_text().count("<section") > 5
