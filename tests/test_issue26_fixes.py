@@ -55,3 +55,57 @@ def test_report_reads_the_csv_collect_read(tmp_path, capsys):
                  "--out", str(tmp_path / "r.html")]) == 0
     assert "columns ['weight'] are not in the model's domain; left out" in capsys.readouterr().err
     assert (tmp_path / "r.html").read_text().count("<section") > 5
+
+
+def _eta_lines(monkeypatch, costs, overhead, reported):
+    """Plain progress lines of items taking ``costs`` seconds (on a fake clock, the first
+    ``overhead`` seconds more), whose work is reported as ``reported``; (time, eta) pairs."""
+    import lopub.progress as progress_module
+    from lopub.progress import ConsoleProgress
+
+    class Stream:
+        text = ""
+
+        def isatty(self):
+            return False
+
+        def write(self, s):
+            self.text += s
+
+        def flush(self):
+            pass
+
+    now = [0.0]
+    monkeypatch.setattr(progress_module, "_clock", lambda: now[0])
+    stream = Stream()
+    p = ConsoleProgress(stream, line_interval=0.0)
+    p("pairwise joints", 0, len(costs))
+    out, done_work = [], 0.0
+    for k, c in enumerate(costs):
+        now[0] += c + (overhead if k == 0 else 0.0)
+        done_work += reported[k]
+        p.work("pairwise joints", done_work, sum(reported))
+        before = stream.text
+        p("pairwise joints", k + 1, len(costs))
+        line = stream.text[len(before):]
+        if " left" in line:
+            mm, ss = line.split("about ")[1].split(" left")[0].split(":")[-2:]
+            out.append((now[0], 60 * int(mm) + int(ss)))
+    p.close()
+    return out, now[0]
+
+
+def test_progress_eta_within_2x_from_its_first_print(monkeypatch):
+    # items largest first (as parallel workers take them), cost ~ cells, a start-up on the first:
+    # the first ETA was 6x-17x the real time when it counted items
+    cells = sorted([320, 128, 112, 56, 56, 48, 48, 40, 40, 16, 16, 16] * 6, reverse=True)
+    costs = [c * 0.5 for c in cells]
+    etas, end = _eta_lines(monkeypatch, costs, overhead=150.0, reported=cells)
+    assert etas, "no time left was ever printed"
+    for t, eta in etas[:3]:
+        real = end - t
+        assert real / 2 <= eta <= 2 * real, (t, eta, real)
+    # the check can fail: items counted as equal work give a first ETA far from the truth
+    etas, end = _eta_lines(monkeypatch, costs, overhead=150.0, reported=[1] * len(cells))
+    t, eta = etas[0]
+    assert not (end - t) / 2 <= eta <= 2 * (end - t)
