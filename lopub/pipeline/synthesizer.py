@@ -426,10 +426,11 @@ class Synthesizer:
     def _from_fit(cls, model: Model, fit: dict, path: str | os.PathLike) -> "Synthesizer":
         """A fitted synthesizer from a ``lopub fit`` model (see :meth:`load`)."""
         coll = fit.get("collection")
-        eps = coll.get("epsilon_per_record") if isinstance(coll, dict) else None
+        coll = coll if isinstance(coll, dict) else {}
+        eps = coll.get("epsilon_per_record")
         if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
             raise ValueError(f"{os.fspath(path)!r} is a model fitted without collection parameters "
-                             f"(meta['fit']['collection'] is {coll!r}): no privacy budget to give a "
+                             f"(meta['fit']['collection'] is {fit.get('collection')!r}): no privacy budget to give a "
                              f"Synthesizer; {_HOW_TO_SAMPLE.format(path=os.fspath(path))}")
         protocol = coll.get("protocol") if coll.get("protocol") in PROTOCOLS else "auto"
         params: dict[str, Any] = {"epsilon": float(eps), "protocol": protocol, "domain": model.domain}
