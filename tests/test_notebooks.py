@@ -48,3 +48,6 @@ def test_notebook_runs_in_kernel(path, tmp_path, monkeypatch):
     assert not stderr, f"{path.name} wrote to stderr (a warning?): {[o.text[:300] for o in stderr]}"
     pictures = _outputs(nb, lambda o: "image/png" in o.get("data", {}))
     assert pictures, f"{path.name} showed no picture inline"
+    # the kernel ran in tmp_path, as it would in the checkout's notebooks/: nothing may land there
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert not left, f"{path.name} wrote {left} into its working folder (write into a temporary folder)"

@@ -75,14 +75,28 @@ def test_same_seed_same_sample_and_save_load(fitted, tmp_path):
     assert lopub.model.graphical.Model.load(path).meta["synthesizer"]["format"] == "lopub-synthesizer"
 
 
-def test_load_refuses_plain_model(fitted, tmp_path):
+def test_load_reads_a_plain_fit_model_and_says_how_without_collection(fitted, tmp_path):
+    # issue 26: a model written by `lopub fit` (no meta['synthesizer']) loads as a fitted synthesizer
     path = tmp_path / "m.json"
     fitted.model_.meta.pop("synthesizer")
     try:
         fitted.model_.save(path)
     finally:
         fitted.model_.meta["synthesizer"] = fitted._meta()
-    with pytest.raises(ValueError, match="without a synthesizer"):
+    back = Synthesizer.load(path)
+    assert back.epsilon == fitted.fit_report_.collection.epsilon_per_record
+    assert back.fit_report_.collection.simulated is False
+    assert back.fit_report_.fit.cliques == fitted.fit_report_.fit.cliques
+    pd.testing.assert_frame_equal(back.sample(200, seed=5), fitted.sample(200, seed=5))
+    # without collection parameters (exact marginals): refused, with the way to sample it
+    model = lopub.model.graphical.Model.load(path)
+    model.meta["fit"]["collection"] = None
+    model.save(path)
+    with pytest.raises(ValueError, match=r"without collection parameters.*synthesize\(Model.load"):
+        Synthesizer.load(path)
+    model.meta.pop("fit")
+    model.save(path)
+    with pytest.raises(ValueError, match=r"without a synthesizer.*lopub synthesize"):
         Synthesizer.load(path)
 
 

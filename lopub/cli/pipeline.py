@@ -1,7 +1,7 @@
 """``lopub fit | synthesize | query | graph | evaluate | demo``: the server pipeline.
 
 * ``fit REPORTS [--release pgm|cliques] [--structure auto|phi|tree] [--method ...] --out model.json``
-* ``synthesize MODEL --n N --seed S --out synthetic.csv|.parquet``
+* ``synthesize MODEL --n N --seed S [--where a=x ...] --out synthetic.csv|.parquet``
 * ``query MODEL --attrs a,b[,c] [--where a=x ...] [--json]``
 * ``graph MODEL|REPORTS [--plot out.png] [--json]`` (the MI heatmap goes to
   ``out_mi.png`` beside the graph picture; the source kind is read from the
@@ -164,9 +164,12 @@ def cmd_synthesize(a: argparse.Namespace) -> None:
     from lopub.publish.synthesize import synthesize, write_release
 
     model = Model.load(a.model)
-    df = synthesize(model, a.n, labels=a.labels, rng=a.seed)
+    where = _parse_where(a.where)
+    df = synthesize(model, a.n, labels=a.labels, rng=a.seed, where=where or None)
     write_release(df, a.out)
-    emit({"records": len(df), "out": a.out}, a.json, f"{len(df)} synthetic records written to {a.out}")
+    cond = f" with {', '.join(f'{k}={v}' for k, v in where.items())}" if where else ""
+    emit({"records": len(df), "out": a.out, **({"condition": where} if where else {})}, a.json,
+         f"{len(df)} synthetic records{cond} written to {a.out}")
 
 
 def _parse_where(items: list[str] | None) -> dict[str, str]:
@@ -216,7 +219,7 @@ def _plots(dg, tree, path: str | os.PathLike) -> list[str]:
     if dg.stats.get("model_phi") is not None and "rethresholded_from" not in dg.stats:
         release = rethreshold(dg, dg.stats["model_phi"])
         extra = [e for e in release.edges if not dg.graph.has_edge(*e)]
-    plot_graph(dg.graph, tree, p, extra_edges=extra, dropped_edges=dg.dropped)
+    plot_graph(dg.graph, tree, p, extra_edges=extra, dropped_edges=dg.dropped, rule=dg.stats.get("structure"))
     plot_mi(dg, mi_path)
     return [str(p), str(mi_path)]
 
@@ -416,6 +419,9 @@ def _register_synthesize(sub: argparse._SubParsersAction) -> None:
                    "number as its bin, e.g. \"[33, 36)\") instead of values")
     s.add_argument("--n", type=int, help="records (default: the number of reports)")
     s.add_argument("--seed", type=seed_arg, help="seed; the same seed gives the same release")
+    s.add_argument("--where", action="append", metavar="ATTR=LABEL",
+                   help="sample conditioned on this value (repeatable; exact under the model: every "
+                        "record has it, the rest drawn from P(. | conditions))")
     s.add_argument("--out", required=True, help="output .csv or .parquet")
     s.add_argument("--json", action="store_true")
     add_verbosity(s)

@@ -15,7 +15,7 @@ def cmd_report(a: argparse.Namespace) -> None:
 
     model = Model.load(a.model)
     syn = None if a.synthetic is None else _frame(a.synthetic, "--synthetic", a.na_values)
-    real = None if a.real is None else _frame(a.real, "--real", a.na_values)
+    real = None if a.real is None else _model_columns(_frame(a.real, "--real", a.na_values), model)
     write_report(a.out, model, syn, real, title=a.title)
     emit({"report": a.out}, a.json, f"written {a.out}")
 
@@ -25,6 +25,17 @@ def _frame(path: str, flag: str, na_values: list[str]):
         return read_csv(path, na_values)
     except (OSError, ValueError) as exc:
         raise type(exc)(f"{flag}: {exc}") from None
+
+
+def _model_columns(df, model):
+    """The real data's columns of the model (the CSV ``collect`` read may hold more: they are left out)."""
+    from lopub.progress import note
+
+    extra = [c for c in df.columns if c not in model.domain]
+    if extra and all(a in df.columns for a in model.domain.attrs):
+        note(f"--real: columns {extra} are not in the model's domain; left out")
+        return df[list(model.domain.attrs)]
+    return df
 
 
 def cmd_export(a: argparse.Namespace) -> None:

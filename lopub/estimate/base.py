@@ -140,6 +140,8 @@ class BloomEstimator:
     def _estimate_many(self, keys: list[tuple[str, ...]], jobs: int, progress, stage: str) -> None:
         attrs = list(dict.fromkeys(a for k in keys for a in k))
         nbytes = {a: self._attr_bytes(a, keys) for a in attrs}
+        work = getattr(progress, "work", None)
+        cells, total_cells = 0, sum(math.prod(self.domain.size(a) for a in k) for k in keys)
         done = 0
         warm = self._stage_progress(progress, f"{stage}: per-attribute arrays")
         if progress is not None:
@@ -155,6 +157,9 @@ class BloomEstimator:
                 for key, m in map_sets(self._measure, part, workers, worker=self._measure_in_worker):
                     self._results[key] = m
                     done += 1
+                    cells += math.prod(self.domain.size(a) for a in key)
+                    if work is not None:  # the time left follows the cells done: costs differ by the table size
+                        work(stage, cells, total_cells)
                     if progress is not None:
                         progress(stage, done, len(keys))
             finally:

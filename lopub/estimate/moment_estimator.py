@@ -117,10 +117,15 @@ class MomentEstimator(BloomEstimator):
     def _estimate_many(self, keys: list[tuple[str, ...]], jobs: int, progress, stage: str) -> None:
         self.prepare(keys, jobs=jobs, progress=progress, stage=f"{stage}: sums over users")
         workers = 1 if self.options.scheduler is not None else jobs
+        work = getattr(progress, "work", None)
+        cells, total_cells = 0, sum(math.prod(self.domain.size(a) for a in k) for k in keys)
         done = 0  # the fits on the tables, on workers forked with the sums
         for key, m in map_sets(self._measure, keys, workers, worker=self._measure_in_worker):
             self._results[key] = m
             done += 1
+            cells += math.prod(self.domain.size(a) for a in key)
+            if work is not None:  # the time left follows the cells done: costs differ by the table size
+                work(stage, cells, total_cells)
             if progress is not None:
                 progress(stage, done, len(keys))
 

@@ -145,7 +145,9 @@ def run_demo(a: argparse.Namespace) -> dict:
     attrs = bn.domain.attrs
     vs_skeleton = correlation_identification(graph.edges, bn.dependency_edges(), attrs)
     vs_mi = correlation_identification(graph.edges, bn.mi_graph(phi).edges(), attrs)
-    plot_graph(graph.graph, model.tree, out / "graph.png", title="Learned dependency graph")
+    dropped = [[d["a"], d["b"]] for d in rep.dropped_edges if not d["in_clique"]]
+    plot_graph(graph.graph, model.tree, out / "graph.png", title="Learned dependency graph",
+               dropped_edges=dropped, rule=rep.structure)
     plot_mi(graph, out / "graph_mi.png")
     atomic_write_text(out / "graph.json", json.dumps(
         {"graph": graph.to_dict(), "junction_tree": model.tree.to_dict()}, indent=2) + "\n")
@@ -157,7 +159,10 @@ def run_demo(a: argparse.Namespace) -> dict:
         "seconds": {k: round(v, 2) for k, v in times.items()},
         "edges_found": len(graph.edges), "cliques": len(model.tree.cliques),
         "largest_clique_cells": max(rep.clique_cells),
-        "dropped_for_clique_budget": [[d["a"], d["b"]] for d in rep.dropped_edges if not d["in_clique"]],
+        "dropped_for_clique_budget": dropped,
+        "not_modelled_explained_by_path": [list(e) for e in graph.graph.edges
+                                           if not any(set(e) <= set(c) for c in model.tree.cliques)
+                                           and list(e) not in dropped],
         "tvd_2way_synthetic": round(tvd, 4), "tvd_2way_independent": round(tvd_base, 4),
         "tvd_2way_pair_estimates": round(tvd_pairs, 4),
         "true_edges_recovered": f"{vs_skeleton['true_edges'] - vs_skeleton['lost']}/{vs_skeleton['true_edges']}",

@@ -198,8 +198,11 @@ class Synthesizer:
     Examples
     --------
     >>> from lopub.datasets import embedded
-    >>> syn = Synthesizer(epsilon=4, rng=0).fit(embedded(5000).to_pandas())  # doctest: +SKIP
-    >>> syn.sample(10, seed=1)                                                # doctest: +SKIP
+    >>> syn = Synthesizer(epsilon=4, rng=0).fit(embedded(5000, rng=0).to_pandas())
+    >>> syn.sample(10, seed=1).shape
+    (10, 13)
+    >>> set(syn.sample(5, seed=1, conditions={"sex": "Female"})["sex"])
+    {'Female'}
     """
 
     def __init__(self, *, epsilon: float, protocol: str = _default(collect, "protocol"),
@@ -356,7 +359,7 @@ class Synthesizer:
 
     # using the model ---------------------------------------------------------
     def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None, *,
-               labels: bool = False) -> pd.DataFrame:
+               labels: bool = False, conditions: Mapping[str, Any] | None = None) -> pd.DataFrame:
         """``n`` synthetic records (default: as many as reports) in the input's shape.
 
         Numbers, integers, booleans and dates come back as such (a binned
@@ -364,8 +367,15 @@ class Synthesizer:
         (:func:`lopub.publish.synthesize.synthesize`); ``labels=True`` gives the
         category labels instead.  The same ``seed`` gives the same records
         (also after :meth:`save` / :meth:`load`).
+        ``conditions = {attr: label}`` samples conditionally (SDV's
+        ``sample_from_conditions``): every record carries those values and the
+        other attributes follow the model's exact conditional distribution
+        (evidence clamped in the junction tree,
+        :func:`lopub.publish.synthesize.sample_codes`).  An unknown attribute
+        or label raises ``DomainError``; a condition the model gives
+        probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).
         """
-        return synthesize(self._fitted(), n, labels=labels, rng=seed)
+        return synthesize(self._fitted(), n, labels=labels, rng=seed, where=conditions or None)
 
     def query(self, attrs: Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (conditioned on ``where``); see :meth:`Model.query`."""
@@ -409,22 +419,35 @@ class Synthesizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Synthesizer":
-        """Read a file written by :meth:`save`.
+        """Read a file written by :meth:`save`, or a model written by ``lopub fit``.
+
+        A ``lopub fit`` model (no ``meta['synthesizer']``) becomes a fitted
+        synthesizer whose parameters are the fit's (``epsilon`` and
+        ``protocol`` from the collection parameters in ``meta['fit']``,
+        ``method``, ``release``, ``structure``, ``clique_budget``; the
+        model's domain) and whose collection report says the reports were
+        not simulated here.
 
         Raises
         ------
         FileNotFoundError, ModelFormatError
             As :meth:`lopub.model.graphical.Model.load`.
         ValueError
-            A model file without the synthesizer's meta (``lopub fit`` output:
-            load it with :meth:`Model.load` instead), or another version.
+            A model without the fit's collection parameters (e.g. fitted to
+            exact marginals: there is no privacy budget to record); the
+            message says how to sample it with :meth:`Model.load` and
+            :func:`lopub.publish.synthesize.synthesize`.  Or another
+            synthesizer version.
         """
         model = Model.load(path)
         meta = model.meta.get("synthesizer")
         fit = model.meta.get("fit")
+        if not isinstance(meta, dict) and isinstance(fit, dict):
+            return cls._from_fit(model, fit, path)
         if not isinstance(meta, dict) or meta.get("format") != FORMAT or not isinstance(fit, dict):
             raise ValueError(f"{os.fspath(path)!r} is a model file without a synthesizer "
-                             f"(meta['synthesizer'] of format {FORMAT!r} and meta['fit'])")
+                             f"(meta['synthesizer'] of format {FORMAT!r} and meta['fit']); "
+                             f"{_HOW_TO_SAMPLE.format(path=os.fspath(path))}")
         if meta.get("version") != VERSION:
             raise ValueError(f"{os.fspath(path)!r}: synthesizer version ({meta.get('version')!r}) "
                              f"must be {VERSION}")
@@ -436,6 +459,36 @@ class Synthesizer:
                                              dict(meta.get("seconds", {})))
         self.verdict_ = self.fit_report_.verdict
         return self
+
+    @classmethod
+    def _from_fit(cls, model: Model, fit: dict, path: str | os.PathLike) -> "Synthesizer":
+        """A fitted synthesizer from a ``lopub fit`` model (see :meth:`load`)."""
+        coll = fit.get("collection")
+        coll = coll if isinstance(coll, dict) else {}
+        eps = coll.get("epsilon_per_record")
+        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+            raise ValueError(f"{os.fspath(path)!r} is a model fitted without collection parameters "
+                             f"(meta['fit']['collection'] is {fit.get('collection')!r}): no privacy budget to give a "
+                             f"Synthesizer; {_HOW_TO_SAMPLE.format(path=os.fspath(path))}")
+        protocol = coll.get("protocol") if coll.get("protocol") in PROTOCOLS else "auto"
+        params: dict[str, Any] = {"epsilon": float(eps), "protocol": protocol, "domain": model.domain}
+        for name in ("method", "release", "structure", "clique_budget"):
+            if fit.get(name) is not None:
+                params[name] = fit[name]
+        self = cls(**params)
+        text, warning = privacy_statement(float(eps))
+        info = CollectionReport(protocol=str(coll.get("protocol")), epsilon_per_record=float(eps),
+                                n=int(model.n or 0), simulated=False, recommended=None,
+                                predicted_tvd=None, privacy=text, warning=warning)
+        self.model_, self.domain_ = model, model.domain
+        self.fit_report_ = SynthesizerReport(info, FitReport(**fit), dict(fit.get("seconds") or {}))
+        self.model_.meta["synthesizer"] = self._meta()
+        return self
+
+
+_HOW_TO_SAMPLE = ("sample it with: from lopub.model.graphical import Model; "
+                  "from lopub.publish.synthesize import synthesize; "
+                  "synthesize(Model.load({path!r}), n, rng=seed) (or `lopub synthesize {path} --n N`)")
 
 
 def _declared_order(domain: Domain, df: pd.DataFrame) -> Domain:

@@ -42,7 +42,11 @@ Formats
 
     Variables are numbered from 0 in domain order and their states in
     category order; UAI has no place for names or labels (take them from the
-    model's domain).
+    model's domain).  A one-attribute factor (an attribute no edge joins)
+    is written over two variables -- its own and the smallest other one,
+    the table constant along the second (the product is unchanged): readers
+    such as pgmpy's ``UAIReader`` build the network from the factors' pairs
+    and would otherwise drop an isolated variable.
 ``export_model(model, path, format)``
     writes ``"uai"`` (above) or ``"pgmpy"`` (a Python pickle of the
     ``DiscreteMarkovNetwork``; load it with ``pickle.load`` -- only from a
@@ -179,10 +183,26 @@ def uai_text(model: "Model", *, max_cells: int = DEFAULT_MAX_EXPORT_CELLS) -> st
     index = {a: i for i, a in enumerate(model.domain.attrs)}
     lines = ["MARKOV", str(len(model.domain)), " ".join(map(str, model.domain.sizes)),
              str(len(model.cliques))]
-    lines += [" ".join(map(str, [len(c)] + [index[a] for a in c])) for c in model.tree.cliques]
-    for pot in clique_potentials(model):
+    scopes, pots = _pair_singletons(model, [list(c) for c in model.tree.cliques], clique_potentials(model))
+    lines += [" ".join(map(str, [len(c)] + [index[a] for a in c])) for c in scopes]
+    for pot in pots:
         lines += ["", str(pot.size), " " + " ".join(_uai_number(v) for v in pot.ravel())]
     return "\n".join(lines) + "\n"
+
+
+def _pair_singletons(model: "Model", scopes: list[list[str]], pots: list[np.ndarray]
+                     ) -> tuple[list[list[str]], list[np.ndarray]]:
+    """Extend every one-attribute scope with the smallest other attribute (table constant along it)."""
+    attrs = list(model.domain.attrs)
+    if len(attrs) < 2:
+        return scopes, pots
+    scopes, pots = list(scopes), list(pots)
+    for k, scope in enumerate(scopes):
+        if len(scope) == 1:
+            link = min((a for a in attrs if a != scope[0]), key=lambda a: (model.domain.size(a), attrs.index(a)))
+            scopes[k] = scope + [link]
+            pots[k] = np.repeat(pots[k][..., None], model.domain.size(link), axis=-1)
+    return scopes, pots
 
 
 def write_uai(model: "Model", path: str | os.PathLike, *,

@@ -20,6 +20,7 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4 (dependency graph), Sec. V-B
 from __future__ import annotations
 
 import os
+import textwrap
 from typing import Any
 
 import matplotlib
@@ -40,10 +41,16 @@ def _save(fig, path: str | os.PathLike) -> None:
 
 
 def plot_mi(dg: DependencyGraph, path: str | os.PathLike) -> None:
+    """Write :func:`mi_figure` of ``dg`` to ``path`` (format from the suffix, PNG by default)."""
+    _save(mi_figure(dg), path)
+
+
+def mi_figure(dg: DependencyGraph) -> Figure:
     """Heatmap of MI / tau with attribute names; edges outlined (Eq. 24, 26).
 
     Colour: log10(MI / tau), clipped below at -2 (>= 0 means MI >= tau, an
-    edge).  Pairs not computed (pruning) are hatched grey, the diagonal is
+    edge under the paper's rule "phi"; under "auto" and "tree" the edges are
+    the rule's, outlined, and the legend names the rule's test).  Pairs not computed (pruning) are hatched grey, the diagonal is
     white, edges are outlined in red and edges dropped for the clique budget
     in dashed orange; a legend explains each mark.
     """
@@ -70,9 +77,10 @@ def plot_mi(dg: DependencyGraph, path: str | os.PathLike) -> None:
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, **style))
     ax.set_xticks(range(d), attrs, rotation=90, fontsize=8)
     ax.set_yticks(range(d), attrs, fontsize=8)
+    rule = dg.stats.get("structure", "phi")
     fig.colorbar(im, ax=ax, extend="min", shrink=0.8,
-                 label="log10(MI / tau)   (>= 0: MI reaches tau, an edge)")
-    handles = [Patch(fc="none", ec="red", lw=1.5, label="edge (MI >= tau)"),
+                 label="log10(MI / tau)   (>= 0: MI reaches tau" + (", an edge)" if rule == "phi" else ")"))
+    handles = [Patch(fc="none", ec="red", lw=1.5, label=edge_label(rule)),
                Patch(fc="white", ec="#999", label="diagonal (attribute itself)")]
     if np.isnan(dg.mi[~np.eye(d, dtype=bool)]).any():
         handles.append(Patch(fc="#c8c8c8", ec="#888", hatch="///", label="not computed (pruned)"))
@@ -82,41 +90,85 @@ def plot_mi(dg: DependencyGraph, path: str | os.PathLike) -> None:
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -below),
               ncol=2, fontsize=8, frameon=False)
     ax.set_title(f"Mutual information vs threshold, phi = {dg.phi:g}")
-    _save(fig, path)
+    return fig
 
 
 def plot_graph(graph: nx.Graph, tree: JunctionTree, path: str | os.PathLike, *,
-               title: str = "Dependency graph", extra_edges=(), dropped_edges=None) -> None:
+               title: str = "Dependency graph", extra_edges=(), dropped_edges=None,
+               rule: str | None = None) -> None:
+    """Write :func:`graph_figure` to ``path`` (format from the suffix, PNG by default)."""
+    _save(graph_figure(graph, tree, title=title, extra_edges=extra_edges, dropped_edges=dropped_edges,
+                       rule=rule), path)
+
+
+def graph_figure(graph: nx.Graph, tree: JunctionTree, *, title: str = "Dependency graph", extra_edges=(),
+                 dropped_edges=None, rule: str | None = None) -> Figure:
     """Dependency graph with cliques marked, and the junction tree.
 
     Solid edges are held by some clique; ``dropped_edges`` (dashed red) were
     dropped for the clique budget -- no clique, hence no release, contains
     them.  ``None`` means: every edge of ``graph`` that no clique holds.
-    Triangulation fill-in edges are dashed grey; ``extra_edges`` (dotted blue)
-    are edges the release graph holds beyond ``graph`` (``fit(model_phi=...)``).
+    Other edges of ``graph`` that no clique holds (given ``dropped_edges``)
+    are dotted grey: the model was built on a different graph (structure
+    "auto" with release "pgm" re-runs the rule with a larger size bound, where
+    a path can explain the pair).  Triangulation fill-in edges are dashed
+    grey; edges the model holds beyond ``graph`` (dotted blue: ``extra_edges``
+    and every clique pair that is neither an edge of ``graph`` nor fill-in)
+    are edges of the model's graph only.  ``rule`` (``"phi"``, ``"auto"``,
+    ``"tree"``; default ``"phi"``) names the edge test in the legend.
     """
-    fig = Figure(figsize=(16, 8))
+    fig = Figure(figsize=(16, 8.5))
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.1]})
     g = nx.Graph(graph)
+    held = {frozenset(e) for c in tree.cliques for e in _pairs(c)}
     if dropped_edges is None:
-        dropped_edges = [e for e in g.edges if not any(set(e) <= set(c) for c in tree.cliques)]
+        dropped_edges = [e for e in g.edges if frozenset(e) not in held]
     gone = {frozenset(e) for e in dropped_edges}
-    _draw_graph(ax1, g, tree, gone, list(extra_edges))
+    left = [e for e in g.edges if frozenset(e) not in held and frozenset(e) not in gone]
+    fill = {frozenset(e) for e in tree.fill_edges}
+    extra = list(extra_edges) + [tuple(sorted(e)) for e in held - fill
+                                 if not g.has_edge(*e) and tuple(sorted(e)) not in
+                                 {tuple(sorted(x)) for x in extra_edges}]
+    extra.sort()
+    cliques = _draw_graph(ax1, g, tree, gone, extra, left, rule)
+    _finish_graph_axes(ax1)
     n_gone = sum(frozenset(e) in gone for e in g.edges)
-    extra = f", {len(extra_edges)} release-only" if extra_edges else ""
-    ax1.set_title(f"{title}\n{g.number_of_edges()} edges, {n_gone} dropped for clique budget{extra}")
+    more = f", {len(extra)} model-only" if extra else ""
+    more += f", {len(left)} not modelled (explained by a path)" if left else ""
+    ax1.set_title(f"{title}\n{g.number_of_edges()} edges, {n_gone} dropped for clique budget{more}",
+                  fontsize=11)
     _draw_tree(ax2, tree)
-    _save(fig, path)
+    box = ax2.get_position()  # clique list under the tree (a figure text: the tree's texts are its labels)
+    fig.text(box.x0, box.y0 - 0.02, cliques, va="top", fontsize=7, family="monospace")
+    return fig
 
 
-def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list) -> None:
+def _pairs(clique) -> list[tuple[str, str]]:
+    c = list(clique)
+    return [(c[i], c[j]) for i in range(len(c)) for j in range(i + 1, len(c))]
+
+
+#: the edge test of each structure rule, as the legends name it
+EDGE_RULES = {"phi": "MI >= tau", "auto": "chi-square test of dependence",
+              "tree": "Chow-Liu tree"}
+
+
+def edge_label(rule: str | None) -> str:
+    """Legend text of an edge under structure rule ``rule`` (default ``"phi"``)."""
+    return f"edge ({EDGE_RULES.get(rule or 'phi', rule)})"
+
+
+def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list, left: list,
+                rule: str | None) -> str:
+    """Draw the graph on ``ax``; return the clique list (drawn under the junction tree)."""
     pos = nx.circular_layout(list(g.nodes))
     colors = matplotlib.colormaps["tab20"]
     home: dict[str, int] = {}
     for k, i in enumerate(tree.order):
         for a in tree.cliques[i]:
             home.setdefault(a, k)
-    kept = [e for e in g.edges if frozenset(e) not in gone]
+    out = gone | {frozenset(e) for e in left}
+    kept = [e for e in g.edges if frozenset(e) not in out]
     strength = []
     for a, b in kept:
         m, t = g.edges[a, b].get("mi"), g.edges[a, b].get("tau")
@@ -127,19 +179,27 @@ def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list) -> 
                            edge_color="#999", width=1.0)
     nx.draw_networkx_edges(g, pos, edgelist=[e for e in g.edges if frozenset(e) in gone], ax=ax,
                            style="dashed", edge_color="#d62728", width=2.2)
+    nx.draw_networkx_edges(g, pos, edgelist=left, ax=ax, style="dotted", edge_color="#aaa", width=2.0)
     nx.draw_networkx_edges(g, pos, edgelist=extra, ax=ax, style="dotted", edge_color="#36c", width=1.2)
     nx.draw_networkx_nodes(g, pos, ax=ax, node_size=500,
                            node_color=[colors(home.get(a, 0) % 20) for a in g.nodes])
-    nx.draw_networkx_labels(g, pos, ax=ax, font_size=8,
+    nx.draw_networkx_labels(g, pos, ax=ax, font_size=8, clip_on=False,
                             bbox=dict(fc="white", ec="none", alpha=0.7, pad=0.5))
-    handles = [Line2D([], [], color="#444", lw=1.5, label="edge (MI >= tau), in a clique"),
+    handles = [Line2D([], [], color="#444", lw=1.5, label=edge_label(rule) + ", in a clique"),
                Line2D([], [], color="#d62728", lw=2.2, ls="--", label="dropped for clique budget"),
                Line2D([], [], color="#999", lw=1.0, ls="--", label="triangulation fill-in")]
+    if left:
+        handles.append(Line2D([], [], color="#aaa", lw=2.0, ls=":",
+                              label="not modelled: explained by a path of the model's graph"))
     if extra:
-        handles.append(Line2D([], [], color="#36c", lw=1.2, ls=":", label="release-only (model_phi)"))
-    ax.legend(handles=handles, loc="upper left", fontsize=7, frameon=False)
-    cliques = "\n".join(f"C{k}: {', '.join(tree.cliques[i])}" for k, i in enumerate(tree.order))
-    ax.text(0.0, -0.02, cliques, transform=ax.transAxes, va="top", fontsize=7, family="monospace")
+        handles.append(Line2D([], [], color="#36c", lw=1.2, ls=":", label="model-only edge"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, -0.01), fontsize=7, frameon=False)
+    cliques = "\n".join(textwrap.fill(f"C{k}: {', '.join(tree.cliques[i])}", 56, subsequent_indent="    ")
+                        for k, i in enumerate(tree.order))
+    return cliques
+
+
+def _finish_graph_axes(ax) -> None:
     ax.margins(0.12)
     ax.axis("off")
 
@@ -150,10 +210,15 @@ def _draw_tree(ax, tree: JunctionTree) -> None:
     t.add_nodes_from(label.values())
     t.add_edges_from((label[p], label[c]) for p, c in tree.edges)
     tpos = _tree_layout(t, [label[r] for r in tree.roots])
-    nx.draw_networkx(t, tpos, ax=ax, node_color="#9cf", node_size=700, font_size=8, arrows=False)
+    nx.draw_networkx_edges(t, tpos, ax=ax, arrows=False)
+    nx.draw_networkx_nodes(t, tpos, ax=ax, node_color="#9cf", node_size=700)
+    nx.draw_networkx_labels(t, tpos, ax=ax, font_size=8)  # inside the margins (tests check the boxes)
+    sibling: dict[Any, int] = {}
     for p, c in tree.edges:  # separator labels: horizontal, wrapped, never clipped
-        (x0, y0), (x1, y1) = tpos[label[p]], tpos[label[c]]  # 60% of the way: fans spread out
-        ax.text(x0 + 0.6 * (x1 - x0), y0 + 0.6 * (y1 - y0), _wrap(tree.separator(c)), fontsize=6.5,
+        (x0, y0), (x1, y1) = tpos[label[p]], tpos[label[c]]
+        k = sibling[p] = sibling.get(p, -1) + 1  # neighbouring siblings' labels staggered in height
+        at = 0.5 if k % 2 == 0 else 0.78
+        ax.text(x0 + at * (x1 - x0), y0 + at * (y1 - y0), _wrap(tree.separator(c)), fontsize=6.5,
                 ha="center",
                 va="center", clip_on=False, bbox=dict(fc="#fffbe6", ec="#cc9", lw=0.5, pad=1.5))
     ax.margins(x=0.15, y=0.1)
@@ -162,7 +227,7 @@ def _draw_tree(ax, tree: JunctionTree) -> None:
     ax.axis("off")
 
 
-def _wrap(attrs, width: int = 14) -> str:
+def _wrap(attrs, width: int = 12) -> str:
     lines, cur = [], ""
     for a in attrs:
         if cur and len(cur) + len(a) + 2 > width:

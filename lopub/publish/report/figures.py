@@ -30,6 +30,11 @@ def png(fig: Any) -> bytes:
 
 
 def bars(attr: str, labels: Sequence[str], series: Mapping[str, np.ndarray]) -> bytes:
+    """:func:`bars_figure` as PNG bytes."""
+    return png(bars_figure(attr, labels, series))
+
+
+def bars_figure(attr: str, labels: Sequence[str], series: Mapping[str, np.ndarray]) -> Figure:
     """Grouped bars of one attribute's distribution per source (``series``: name -> probabilities).
 
     More than ``MAX_BARS`` categories: the most frequent ones (largest share in
@@ -43,21 +48,30 @@ def bars(attr: str, labels: Sequence[str], series: Mapping[str, np.ndarray]) -> 
         table = np.column_stack([table[:, keep], table[:, rest].sum(axis=1)])
         labels = [labels[i] for i in keep] + [f"other ({len(rest)})"]
     k, width = len(labels), 0.8 / max(len(series), 1)
-    fig = Figure(figsize=(min(11.0, max(4.0, 0.13 * k * max(len(series), 1) + 2.0)), 3.2))
+    upright = k <= 6 and max(len(_short(lab)) for lab in labels) * k <= 48
+    fig = Figure(figsize=(min(11.0, max(4.5, 0.16 * k * max(len(series), 1) + 2.6)), 3.4))
     ax = fig.subplots()
     for s, (name, row) in enumerate(zip(series, table)):
         ax.bar(np.arange(k) + (s - (len(series) - 1) / 2) * width, row, width,
                label=name, color=COLORS.get(name, None))
-    ax.set_xticks(range(k), [_short(lab) for lab in labels], rotation=60 if k > 6 else 0,
-                  ha="right" if k > 6 else "center", fontsize=7)
+    # tick labels upright only when few and short; else vertical (their boxes never collide)
+    ax.set_xticks(range(k), [_short(lab) for lab in labels], rotation=0 if upright else 90,
+                  ha="center", fontsize=7)
+    ax.set_xlim(-0.6, k - 0.4)
     ax.set_ylabel("share of records")
     ax.set_title(attr, fontsize=10)
-    ax.legend(fontsize=7, frameon=False)
-    return png(fig)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the bars
+    return fig
 
 
 def heatmaps(panels: Mapping[str, np.ndarray], attrs: Sequence[str], *, label: str,
              cmap: str = "viridis", suptitle: str = "") -> bytes:
+    """:func:`heatmaps_figure` as PNG bytes."""
+    return png(heatmaps_figure(panels, attrs, label=label, cmap=cmap, suptitle=suptitle))
+
+
+def heatmaps_figure(panels: Mapping[str, np.ndarray], attrs: Sequence[str], *, label: str,
+                    cmap: str = "viridis", suptitle: str = "") -> Figure:
     """Side-by-side d x d heatmaps on one colour scale (NaN cells grey, annotated when d <= 12)."""
     attrs = list(attrs)
     d = len(attrs)
@@ -82,7 +96,7 @@ def heatmaps(panels: Mapping[str, np.ndarray], attrs: Sequence[str], *, label: s
     fig.colorbar(cast(Any, im), ax=list(axes[0]), shrink=0.8, label=label)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
-    return png(fig)
+    return fig
 
 
 def structure(model: Any) -> bytes:
@@ -90,15 +104,16 @@ def structure(model: Any) -> bytes:
     dg = getattr(model, "graph", None)
     if dg is not None:
         graph, dropped, title = dg.graph, dg.dropped, f"Dependency graph (phi = {dg.phi:g})"
+        rule = dg.stats.get("structure")
     else:
         graph = nx.Graph()
         graph.add_nodes_from(model.domain.attrs)
         fill = {frozenset(e) for e in model.tree.fill_edges}
         graph.add_edges_from(e for c in model.tree.cliques for e in _pairs(c) if frozenset(e) not in fill)
-        dropped, title = [], "Model graph (no dependency graph stored)"
+        dropped, title, rule = [], "Model graph (no dependency graph stored)", None
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "structure.png")
-        plot_graph(graph, model.tree, path, title=title, dropped_edges=dropped)
+        plot_graph(graph, model.tree, path, title=title, dropped_edges=dropped, rule=rule)
         with open(path, "rb") as fh:
             return fh.read()
 

@@ -1,25 +1,33 @@
 """One self-contained HTML release report: privacy, parameters, pictures, scores, warnings.
 
-Sections (``<section id=...>``):
+Sections (``<section id=...>``), results first, parameters and long tables
+after them (long tables collapsed in ``<details>``):
 
 ``verdict``
     first: good / usable with caveats / not usable and the reasons
     (:mod:`lopub.publish.report.verdict_block`);
-``summary``, ``warnings``, ``privacy``, ``protocol``, ``model``
-    always (``protocol`` says so when no collection parameters are stored);
-``scores``, ``pair-tvd``, ``pairs`` (real data only)
+``summary``, ``warnings``, ``privacy``
+    always;
+``scores`` (real data only)
     SDMetrics' Column Shapes and Column Pair Trends (all pairs and pairs with
     real association above 0.3), lopub's all-pairs mean 2-way TVD and the
-    independence baseline (see :mod:`lopub.publish.report.scores`); heatmaps of
-    pairwise TVD of the release and of the baseline; a per-pair table;
+    independence baseline (see :mod:`lopub.publish.report.scores`);
 ``distributions``
     per attribute, bars of the model's marginal and of the synthetic and real
     data when given;
+``pair-tvd`` (real data only)
+    heatmaps of pairwise TVD of the release and of the baseline;
 ``mutual-information``
     the MI the model was built on (estimated from the reports), next to the
     real data's MI when given;
 ``structure``
     dependency graph and junction tree;
+``model``, ``protocol``
+    always: the fit's parameters and cliques (calibration AVD for release
+    "cliques", the model fit's loss for "pgm"), the collection parameters
+    (``protocol`` says so when none are stored);
+``pairs`` (real data only)
+    a per-pair table, worst first;
 ``absent``
     without real data: which sections need it.
 
@@ -55,7 +63,9 @@ th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3
 td.num{text-align:right;font-variant-numeric:tabular-nums}.warn{background:#fff4e5;border-left:4px solid
 #e69500;padding:.4em .8em;margin:.4em 0}.danger{background:#fdecea;border-left-color:#d62728}
 .note{color:#555;font-size:.92em}.grid{display:flex;flex-wrap:wrap;gap:.6em}img{max-width:100%}
-figure{margin:.4em 0}figcaption{font-size:.85em;color:#555}"""
+figure{margin:.4em 0}figcaption{font-size:.85em;color:#555}details{margin:.6em 0}
+summary{cursor:pointer;color:#245}.scroll{overflow-x:auto;max-width:100%}
+@media (max-width:600px){body{margin:1em auto;padding:0 .5em}table{font-size:.8em}}"""
 
 
 @dataclass
@@ -120,16 +130,16 @@ def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: 
     title = title or "lopub release report"
     verdict = verdict_block.report_verdict(model, ctx.release, rl)
     body = [f"<h1>{_e(title)}</h1>", verdict_block.verdict_section(verdict, real_given=rl is not None),
-            _summary(ctx), _warnings(ctx), _privacy(ctx), _protocol(ctx),
-            _model_section(ctx)]
-    if rl is not None:
+            _summary(ctx), _warnings(ctx), _privacy(ctx)]
+    if rl is not None:  # results first; parameters and long tables after them
         body.append(_scores(ctx))
     body += [_distributions(ctx)]
     if rl is not None:
         body.append(_pair_tvd(ctx))
-    body += [_mutual_information(ctx), _structure(ctx)]
+    body += [_mutual_information(ctx), _structure(ctx), _model_section(ctx), _protocol(ctx)]
     body.append(_pairs(ctx) if rl is not None else _absent())
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<meta name=\"generator\" content=\"lopub {__version__}\">\n<title>{_e(title)}</title>\n"
             f"<style>{CSS}{verdict_block.CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
@@ -185,7 +195,8 @@ def _protocol(ctx: _Inputs) -> str:
                                  ("Plan id", coll.get("plan_id", ""))], header=False)
         sets = _table(["Attribute set", "Oracle"], [(", ".join(s), o) for s, o in
                                                     zip(coll["subsets"], coll["oracles"])])
-        return _section("protocol", "Protocol and parameters", head + sets)
+        return _section("protocol", "Protocol and parameters",
+                        head + _details(f"{len(coll['subsets'])} attribute sets and their oracles", sets))
     rows = [(a, dom.size(a), coll["h"].get(a), coll["m"].get(a), _f(coll["epsilon_per_attribute"].get(a), 4))
             for a in dom.attrs]
     head = _table(["", ""], [("Protocol", "LoPub randomized Bloom-filter reports"),
@@ -194,23 +205,44 @@ def _protocol(ctx: _Inputs) -> str:
                              ("Epsilon per record (sum over attributes)",
                               f"{float(coll['epsilon_per_record']):.4g}")], header=False)
     per = _table(["Attribute", "Categories", "h (hash functions)", "m (bits)", "Epsilon"], rows)
-    return _section("protocol", "Protocol and parameters", head + per)
+    return _section("protocol", "Protocol and parameters",
+                    head + _details(f"Bloom parameters of the {len(rows)} attributes", per))
 
 
 def _model_section(ctx: _Inputs) -> str:
+    """Model parameters and cliques.
+
+    Release "cliques" calibrates separately estimated clique joints: the
+    calibration AVD per clique says how much the estimates disagreed.  The
+    fitted-model release ("pgm") fits one model whose marginals agree by
+    construction, so its calibration changes nothing (AVD 0): the model
+    fit's loss, iterations and convergence are shown instead.
+    """
     m = ctx.model
     fit = m.meta.get("fit") if isinstance(m.meta.get("fit"), dict) else {}
-    rows = [("Estimator", fit.get("method", "unknown")), ("phi (dependency degree)", fit.get("phi", "unknown")),
+    rows = [("Estimator", fit.get("method", "unknown")), ("Release", fit.get("release", "unknown")),
+            ("Structure rule", fit.get("structure", "unknown")),
+            ("phi (dependency degree)", fit.get("phi", "unknown")),
             ("Clique budget (cells)", fit.get("clique_budget", "unknown")),
             ("Dependency-graph edges", "unknown" if m.graph is None else len(m.graph.edges)),
             ("Independent components", len(m.tree.roots))]
+    mf = fit.get("model_fit") if isinstance(fit.get("model_fit"), dict) else None
+    if mf is not None:
+        rows.append(("Model fit", f"loss {_f(mf.get('loss'), 4)}, {mf.get('iterations')} iterations, "
+                                  + ("converged" if mf.get("converged") else "NOT converged (raise max_iter)")))
     avd = m.meta.get("calibration_avd") or [None] * len(m.cliques)
+    calibrated = mf is None  # separately estimated cliques: the AVD measures their disagreement
+    head = ["Clique", "Attributes", "Cells", "Separator", "Reports per cell"] + (
+        ["Calibration AVD"] if calibrated else [])
     cl = [(f"C{k}", ", ".join(m.tree.cliques[i]), f"{m.domain.cells(list(m.tree.cliques[i])):,}",
            ", ".join(m.tree.separator(i)) or "(root)",
-           "" if m.n is None else f"{m.n / m.domain.cells(list(m.tree.cliques[i])):.3g}", _f(avd[i], 4))
-          for k, i in enumerate(m.tree.order)]
-    return _section("model", "Model", _table(["", ""], rows, header=False) + _table(
-        ["Clique", "Attributes", "Cells", "Separator", "Reports per cell", "Calibration AVD"], cl))
+           "" if m.n is None else f"{m.n / m.domain.cells(list(m.tree.cliques[i])):.3g}")
+          + ((_f(avd[i], 4),) if calibrated else ()) for k, i in enumerate(m.tree.order)]
+    note = "" if calibrated else (
+        "<p class=\"note\">The model was fitted to all measurements at once, so its clique marginals "
+        "agree by construction (no calibration AVD to show); the model fit's loss is above.</p>")
+    return _section("model", "Model", _table(["", ""], rows, header=False) + note
+                    + _details(f"{len(cl)} cliques", _table(head, cl)))
 
 
 def _scores(ctx: _Inputs) -> str:
@@ -296,9 +328,9 @@ def _pairs(ctx: _Inputs) -> str:
              _f(p["tvd_release"]), _f(p["tvd_independence"])) for p in pairs[:MAX_PAIR_ROWS]]
     more = (f"<p class=\"note\">{len(pairs) - MAX_PAIR_ROWS} more pairs not shown.</p>"
             if len(pairs) > MAX_PAIR_ROWS else "")
-    return _section("pairs", "Pairs, worst first", _table(
+    return _section("pairs", "Pairs, worst first", _details(f"{len(rows)} pairs, worst first", _table(
         ["A", "B", "Real Cramer's V", "Counted by SDMetrics", "Real MI (nats)", "TVD release",
-         "TVD independence"], rows) + more)
+         "TVD independence"], rows)) + more)
 
 
 def _absent() -> str:
@@ -318,6 +350,11 @@ def _mi_matrix(model: Any, attrs: Sequence[str]) -> np.ndarray:
     return m
 
 
+def _details(summary: str, content: str) -> str:
+    """A collapsed block (``<details>``): long tables stay one click away."""
+    return f"<details><summary>{_e(summary)}</summary>\n{content}\n</details>"
+
+
 def _section(sid: str, title: str, content: str) -> str:
     return f"<section id=\"{sid}\">\n<h2>{_e(title)}</h2>\n{content}\n</section>"
 
@@ -325,7 +362,7 @@ def _section(sid: str, title: str, content: str) -> str:
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, header: bool = True) -> str:
     head = "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>" if header else ""
     body = "".join("<tr>" + "".join(_cell(v, k, header) for k, v in enumerate(r)) + "</tr>" for r in rows)
-    return f"<table>{head}{body}</table>"
+    return f"<div class=\"scroll\"><table>{head}{body}</table></div>"
 
 
 def _cell(v: Any, k: int, header: bool) -> str:
