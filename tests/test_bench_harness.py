@@ -166,3 +166,23 @@ def test_naive_baseline_with_more_pairs_than_users():
     assert 0.0 <= res["tvd"] <= 1.0
     central = methods.central_tables(data, 1e6, 0)  # almost no noise: close to the truth
     assert central["tvd"] < 0.05
+
+
+def test_suite_configuration_and_table_command(tmp_path):
+    from pipelines import suite
+
+    full = suite.config(False, 11, 300.0)
+    assert len(full.datasets) >= 12 and set(full.datasets) <= set(datasets.SOURCES)
+    assert tuple(full.epsilons) == (0.5, 1, 2, 4, 8, 16) and len(full.seeds) == 3
+    assert set(suite.BASELINES) <= set(full.methods) and "planned" in full.methods
+    quick = suite.config(True, 11, 300.0)
+    assert set(quick.datasets) <= set(datasets.SOURCES) and len(quick.seeds) >= 2
+    rows = [_r("toy", 1.0, s, "planned", 0.1, "lopub") for s in range(2)]
+    rows += [_r("toy", 1.0, s, m, 0.2) for s in range(2) for m in suite.BASELINES]
+    csv, doc = tmp_path / "rows.csv", tmp_path / "B.md"
+    runner.save_rows(rows, csv)
+    doc.write_text("# B\n")
+    assert suite.main(["--table", str(csv), "--docs", str(doc), "--command", "python -m pipelines.suite X"]) == 0
+    text = doc.read_text()
+    assert "<!-- suite:begin -->" in text and "`python -m pipelines.suite X`" in text
+    assert "| **all** | **1** | **0** | **0** | **0** |" in text  # 0.1 below 0.2 on both seeds: a win
