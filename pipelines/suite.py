@@ -4,7 +4,7 @@ Usage::
 
     LOPUB_DATA_DIR=/path/to/datasets python -m pipelines.suite --quick   # a few minutes
     LOPUB_DATA_DIR=/path/to/datasets nice python -m pipelines.suite      # the full grid
-    python -m pipelines.suite --table docs/suite.csv                     # tables of a saved run
+    python -m pipelines.suite --table docs/suite.csv [more.csv ...]      # tables of saved runs
 
 Datasets (``pipelines.harness.datasets``): Adult as shipped (missing values
 kept as a category), retail top 20 / top 100 items, scikit-learn's
@@ -74,13 +74,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the Bloom baseline above this many attributes (default 11)")
     ap.add_argument("--out", default=None, help="rows as CSV (default suite-quick.csv / suite.csv)")
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
-    ap.add_argument("--table", metavar="CSV", help="only print the tables of a saved run")
+    ap.add_argument("--table", metavar="CSV", nargs="+", help="only print the tables of saved runs (merged)")
     ap.add_argument("--docs", metavar="MD", help="write the table into this file's suite section")
     ap.add_argument("--command", help="the command cited above the table (default: this one)")
     a = ap.parse_args(argv)
     command = "python -m pipelines.suite" + (" " + " ".join(argv if argv is not None else sys.argv[1:]))
     if a.table:
-        rows = load_rows(a.table)
+        seen: dict = {}  # a cell run twice (two partial runs): the first file's row
+        for r in (r for path in a.table for r in load_rows(path)):
+            seen.setdefault((r["dataset"], float(r["epsilon"]), int(r["seed"]), r["method"]), r)
+        rows = list(seen.values())
     else:
         grid = config(a.quick, a.bloom_max_d or 11, a.timeout or 300.0)
         try:
