@@ -51,6 +51,12 @@ def _embedded(n, seed):
     return embedded(20_000 if n is None else n, rng=seed)
 
 
+def _retail(n, seed):
+    from lopub.datasets import load_retail
+
+    return load_retail()
+
+
 def _retail_top(k):
     def load(n, seed):
         from lopub.data.dataset import Dataset
@@ -146,6 +152,7 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            lambda n, seed: _adult(n, seed, drop_missing=False)),
     Source("adult-1m", "Adult resampled to 10^6 records with replacement", lambda n, seed: _adult(n or 10**6, seed)),
     Source("embedded", "lopub's embedded census-like network", _embedded),
+    Source("retail", "FIMI retail, 88,162 baskets, lopub's packaged 16 items", _retail),
     Source("retail20", "FIMI retail, 88,162 baskets, top 20 items binary", _retail_top(20)),
     Source("retail100", "FIMI retail, 88,162 baskets, top 100 items binary", _retail_top(100)),
     Source("breast_cancer", "scikit-learn, 569 records, 30 features in 4 quantile bins + class", _sklearn("breast_cancer")),
