@@ -14,48 +14,19 @@ on the release model (``tvd_model``; no sampling noise).  The planned release
 is also scored on one synthetic sample of N records (``tvd_synthetic``),
 which differs from the model's figure by sampling noise only.
 
-lopub (``own``):
-
-* ``planned``: ``collect(data, eps, protocol="auto")`` then ``fit`` -- the
-  planner's recommendation and its predictions are recorded;
-* each of lopub's protocols run explicitly (``marginals``, ``one-attribute``,
-  ``bloom`` with the planner's h and m).  The recommended one is not run
-  twice: ``collect(protocol="auto")`` with the same seed gives identical
-  reports, so its explicit figure is the planned one.
-
-Baselines implemented here (``base``; all LDP at epsilon per record):
-
-* ``bloom-best-h``: Bloom reports at h in {1, 2, 4} (m the smallest with
-  distinct filters), each released by ``fit`` with both the moment and the
-  EM estimator; the best measured (h, estimator) counts (an oracle choice,
-  favourable to the baseline);
-* ``one-attribute``: each user reports one attribute (uniform random) with
-  the lowest-variance oracle at the full epsilon; independence release
-  (:func:`lopub.pipeline.steps.independence_model`, product of the one-way tables);
-* ``pairs-naive``: the issue's "one pair per user over all pairs with
-  consistency (naive CALM-style)": one pair per user over all d(d-1)/2
-  pairs (best oracle per pair), CALM's consistency step and Norm-Sub on the
-  pair tables, scored on those tables (:func:`naive_tvd`);
-* ``pairs``: the same reports released by lopub's fitted graphical model
-  (``fit`` on the marginal reports: every pair table, inverse-variance
-  weighted, reconciled in one model) -- lopub's own all-pairs protocol, a
-  stronger baseline than the issue's; verdicts are given against the
-  issue's three baselines and, separately, with this one added;
-
-Reference (not LDP, not a baseline): ``central``: Gaussian noise on the
-count tables of all pairs, released by ``fit`` on those measurements (the
-same graphical model).  Calibration: zCDP, rho from
-``epsilon = rho + 2 sqrt(rho ln(1/delta))`` with delta = 1e-6; one record
-added or removed changes one cell of each of the P pair tables by 1, so the
-L2 sensitivity is sqrt(P) and sigma = sqrt(P / (2 rho)) counts per cell.
-Tables become probabilities with the public N (variance sigma^2 / N^2) and
-are norm-sub post-processed; one-way tables are the inverse-variance mean of
-the pair tables' projections.
-
-lopub's own Bloom releases (planned or explicit) use ``fit``'s default
-estimator, EM, as a user's ``collect`` then ``fit`` does.
-``--skip-bloom-above N`` skips every Bloom run on datasets with more than N
-users (reported as skipped).
+lopub (``own``): ``planned`` (``collect(protocol="auto")`` then ``fit``; the
+planner's pick and predictions recorded) and each of lopub's protocols run
+explicitly (``marginals``, ``one-attribute``, ``bloom``; the pick is not run
+twice: the same seed gives identical reports).  Baselines (``base``, LDP at
+epsilon per record; defined once in :mod:`pipelines.harness.methods`):
+``bloom-best-h`` (h in {1, 2, 4}, moment and EM, the best measured),
+``one-attribute`` (independence release), ``pairs-naive`` (one pair per user
+over all pairs, CALM consistency + Norm-Sub, scored on the tables) and
+``pairs`` (the same reports through lopub's fitted model; verdicts are given
+against the issue's three baselines and, separately, with this one added).
+Reference (not LDP): ``central``, Gaussian noise on all pair count tables
+(zCDP, delta = 1e-6) released by ``fit``.  ``--skip-bloom-above N`` skips
+every Bloom run on datasets with more than N users (reported as skipped).
 
 ``--report FILES`` recomputes tables and verdicts from saved runs; rows saved
 before ``pairs-naive`` existed get it from ``--naive FILES``
@@ -72,19 +43,32 @@ users x 15 attributes <= 30 s (wall clock; CPU seconds also recorded).
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import os
 import sys
 import time
-import warnings
+from pathlib import Path
 
 import numpy as np
 
-DELTA = 1e-6
-BLOOM_HS = (1, 2, 4)
-BLOOM_METHODS = ("moment", "em")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
+
+from pipelines.harness import datasets
+from pipelines.harness import methods as hm
+from pipelines.harness.methods import (  # noqa: F401  (re-exported)
+    BLOOM_HS,
+    BLOOM_METHODS,
+    DELTA,
+    ROUNDS,
+    consistent_pairs,
+    fit_model,
+    naive_tvd,
+    planned_release,
+    score,
+    zcdp_rho,
+)
+
 OWN = ("marginals", "one-attribute", "bloom")
 #: the issue's LDP baselines (the targets are stated against these)
 ISSUE_BASELINES = ("bloom-best-h", "one-attribute", "pairs-naive")
@@ -95,31 +79,9 @@ LARGE_N = 1_000_000
 
 def load(name: str, seed: int, n_embedded: int):
     """adult (45,222 records), adult-1m (10^6 resampled with replacement, seeded), embedded."""
-    from lopub.datasets import embedded, load_adult
-
-    if name == "embedded":
-        return embedded(n_embedded, rng=seed)
-    data = load_adult()
-    if name == "adult":
-        return data
-    if name == "adult-1m":
-        rows = np.random.default_rng(10_000 + seed).integers(0, data.n, size=LARGE_N)
-        return data.subset(rows)
-    raise ValueError(f"dataset ({name!r}) must be one of adult, adult-1m, embedded")
-
-
-def _fit(reports=None, **kw):
-    from lopub.pipeline.steps import fit
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fit(reports, **kw).model
-
-
-def _score(data, model) -> float:
-    from lopub.publish.evaluate import average_tvd
-
-    return average_tvd(data, model, 2)["mean"]
+    if name not in ("adult", "adult-1m", "embedded"):
+        raise ValueError(f"dataset ({name!r}) must be one of adult, adult-1m, embedded")
+    return datasets.load(name, n_embedded if name == "embedded" else None, seed)
 
 
 def _timed(fn):
@@ -128,9 +90,11 @@ def _timed(fn):
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
-def _release(data, reports, protocol: str):
-    """Fit the release of lopub's reports with ``fit``'s defaults (EM for Bloom), as a user would."""
-    return _fit(reports)
+def _tm(res: dict) -> dict:
+    """A harness result with its ``tvd`` under this script's key ``tvd_model``."""
+    res = dict(res)
+    res["tvd_model"] = res.pop("tvd")
+    return res
 
 
 def run_own(data, eps: float, seed: int, *, bloom: bool) -> dict:
@@ -139,7 +103,7 @@ def run_own(data, eps: float, seed: int, *, bloom: bool) -> dict:
     from lopub.publish.synthesize import sample_codes
 
     out: dict = {}
-    (res, wall, cpu) = _timed(lambda: _planned(data, eps, seed))
+    (res, wall, cpu) = _timed(lambda: planned_release(data, eps, seed))
     model, report, reports = res
     rec = report.recommended
     out["recommended"] = rec
@@ -147,8 +111,8 @@ def run_own(data, eps: float, seed: int, *, bloom: bool) -> dict:
     out["plan_params"] = {"bloom_h": report.option("bloom").params["h"],
                           "marginals": _mparams(report)}
     out["collected"] = _collected(reports)
-    out["planned"] = {"tvd_model": _score(data, model),
-                      "tvd_synthetic": _score(data, sample_codes(model, rng=seed + 7)),
+    out["planned"] = {"tvd_model": score(data, model),
+                      "tvd_synthetic": score(data, sample_codes(model, rng=seed + 7)),
                       "seconds": wall, "cpu_seconds": cpu}
     own = {rec: {"tvd_model": out["planned"]["tvd_model"], "seconds": wall, "cpu_seconds": cpu}}
     for p in OWN:
@@ -157,17 +121,10 @@ def run_own(data, eps: float, seed: int, *, bloom: bool) -> dict:
         if p == "bloom" and not bloom:
             own[p] = {"skipped": True}
             continue
-        m, wall, cpu = _timed(lambda: _release(data, collect(data, eps, protocol=p, rng=seed)[0], p))
-        own[p] = {"tvd_model": _score(data, m), "seconds": wall, "cpu_seconds": cpu}
+        m, wall, cpu = _timed(lambda: fit_model(collect(data, eps, protocol=p, rng=seed)[0]))
+        own[p] = {"tvd_model": score(data, m), "seconds": wall, "cpu_seconds": cpu}
     out["own"] = own
     return out
-
-
-def _planned(data, eps, seed):
-    from lopub.collect import collect
-
-    reports, report = collect(data, eps, protocol="auto", rng=seed)
-    return _release(data, reports, report.recommended), report, reports
 
 
 def _collected(reports) -> dict | None:
@@ -189,154 +146,19 @@ def _mparams(report) -> dict | None:
             "max_subset_size": max(len(s) for s in p["subsets"])}
 
 
-def bloom_best_h(data, eps: float, seed: int) -> dict:
-    """Bloom reports at each h in BLOOM_HS, released by fit with moment and with EM; the best."""
-    from lopub.client import encode
-    from lopub.collect.planner import bloom_m
-    from lopub.reports.spec import CollectionSpec
-
-    per = {}
-    for h in BLOOM_HS:
-        spec = CollectionSpec.from_domain(data.domain, epsilon=eps, h=h, m=list(bloom_m(data.domain, h)))
-        reports = encode(data, spec, rng=seed + 100 + h)
-        for method in BLOOM_METHODS:
-            per[h, method] = _score(data, _fit(reports, method=method))
-    h, method = min(per, key=per.get)
-    return {"tvd_model": per[h, method], "h": h, "method": method,
-            "per_h": {f"{k}/{m}": v for (k, m), v in per.items()}}
-
-
-def one_attribute(data, eps: float, seed: int) -> dict:
-    """One attribute per user, best oracle, independence release."""
-    from lopub.collect import MarginalPlan, collect_records, measure_marginals
-    from lopub.pipeline.steps import independence_model
-
-    plan = MarginalPlan(data.domain, [(a,) for a in data.domain.attrs], eps)
-    source = measure_marginals(collect_records(data, plan, rng=seed + 200))
-    return {"tvd_model": _score(data, independence_model(source, n=data.n))}
-
-
-def pair_reports(data, eps: float, seed: int):
-    """One pair per user over all pairs, best oracle per pair (the pairs baselines' reports)."""
-    from lopub.collect import MarginalPlan, collect_records
-
-    plan = MarginalPlan(data.domain, list(itertools.combinations(data.domain.attrs, 2)), eps)
-    return collect_records(data, plan, rng=seed + 300)
-
-
-def pairs(data, eps: float, seed: int, reports=None) -> dict:
-    """All pairs, one per user, released by lopub's fitted model."""
-    reports = pair_reports(data, eps, seed) if reports is None else reports
-    return {"tvd_model": _score(data, _fit(reports))}
-
-
-#: rounds of CALM consistency + Norm-Sub in the naive pairs baseline
-ROUNDS = 10
-
-
-def consistent_pairs(tables: dict, variances: dict, rounds: int = ROUNDS) -> dict:
-    """CALM consistency plus Norm-Sub on pair tables; returns new tables (same keys).
-
-    Parameters
-    ----------
-    tables : dict (a, b) -> ndarray (|a|, |b|)
-        Unbiased pair tables (may hold negative cells); each sums to about 1.
-    variances : dict (a, b) -> float
-        Each table's cell variance (its mean over cells).
-    rounds : int
-        Rounds of (consistency for every attribute, then Norm-Sub).
-    """
-    from lopub.estimate.postprocess import norm_sub
-
-    if rounds < 1:
-        raise ValueError(f"rounds ({rounds}) must be >= 1")
-    t = {k: np.asarray(v, dtype=float) + (1.0 - float(np.sum(v))) / np.size(v) for k, v in tables.items()}
-    attrs = list(dict.fromkeys(a for k in t for a in k))
-    for _ in range(rounds):
-        for a in attrs:  # attributes, not users
-            held = [(k, k.index(a)) for k in t if a in k]
-            sums = [t[k].sum(axis=1 - ax) for k, ax in held]
-            others = [t[k].shape[1 - ax] for k, ax in held]
-            w = np.array([1.0 / (c * max(variances[k], 1e-300)) for (k, _), c in zip(held, others)])
-            target = sum(wi * s for wi, s in zip(w, sums)) / w.sum()
-            for (k, ax), s, c in zip(held, sums, others):
-                shift = (target - s) / c
-                t[k] = t[k] + (shift[:, None] if ax == 0 else shift[None, :])
-        t = {k: norm_sub(v) for k, v in t.items()}
-    return t
-
-
-def naive_tvd(data, reports) -> float:
-    """Mean 2-way TVD over all pairs of the consistent pair tables against the true data."""
-    from lopub.collect import measure_marginals
-
-    ms = measure_marginals(reports).measurements()
-    tables = {m.attrs: m.estimate for m in ms}
-    variances = {m.attrs: float(m.sigma2) for m in ms}
-    out = consistent_pairs(tables, variances)
-    vals = [0.5 * float(np.abs(out[k] - data.project(list(k)).values).sum()) for k in out]
-    return float(np.mean(vals))
-
-
-def pairs_naive(data, eps: float, seed: int, reports=None) -> dict:
-    """The issue's naive CALM: the same reports, CALM consistency + Norm-Sub on the pair tables."""
-    reports = pair_reports(data, eps, seed) if reports is None else reports
-    return {"tvd_model": naive_tvd(data, reports), "scored_on": "consistent pair tables (no model)"}
-
-
-def zcdp_rho(eps: float, delta: float = DELTA) -> float:
-    """Largest rho with rho + 2 sqrt(rho ln(1/delta)) <= eps (zCDP -> (eps, delta)-DP)."""
-    ld = math.log(1.0 / delta)
-    return (math.sqrt(ld + eps) - math.sqrt(ld)) ** 2
-
-
-def central(data, eps: float, seed: int) -> dict:
-    """Central-DP reference: Gaussian noise on all pair count tables, fitted model release."""
-    from lopub.collect import MarginalSource
-    from lopub.estimate.measurement import Measurement
-    from lopub.estimate.postprocess import norm_sub
-
-    rng = np.random.default_rng(seed + 400)
-    prs = list(itertools.combinations(data.domain.attrs, 2))
-    sigma = math.sqrt(len(prs) / (2.0 * zcdp_rho(eps)))
-    n = data.n
-    ms = []
-    for p in prs:  # pairs of attributes, not users
-        true = data.project(list(p))
-        raw = (true.values * n + rng.normal(0.0, sigma, true.values.shape)) / n
-        ms.append(Measurement(true.domain, norm_sub(raw), n, {}, variance=(sigma / n) ** 2,
-                              provenance={"protocol": "central-gaussian", "postprocess": "norm-sub",
-                                          "variance": "sigma^2 / N^2 (Gaussian mechanism)"}, raw=raw))
-    model = _fit(estimator=MarginalSource(data.domain, ms, n=n))
-    return {"tvd_model": _score(data, model), "sigma_counts": sigma, "delta": DELTA}
-
-
-def true_independence(data) -> float:
-    """Reference: product of the exact one-way marginals."""
-    from lopub.publish.evaluate import tvd
-    from lopub.data.marginal import Marginal
-
-    attrs = data.domain.attrs
-    vals = []
-    for a, b in itertools.combinations(attrs, 2):  # pairs of attributes, not users
-        pa, pb, ab = data.project([a]), data.project([b]), data.project([a, b])
-        vals.append(tvd(ab, Marginal(ab.domain, np.multiply.outer(pa.values, pb.values), ab.n, {})))
-    return float(np.mean(vals))
-
-
 def run_cell(data, dataset: str, eps: float, seed: int, *, bloom: bool = True) -> dict:
     """One grid cell: lopub's planned and explicit protocols, the baselines, the reference."""
     row = {"dataset": dataset, "n": data.n, "d": len(data.domain), "epsilon": eps, "seed": seed,
            "bloom_skipped": not bloom}
     row.update(run_own(data, eps, seed, bloom=bloom))
-    reports = pair_reports(data, eps, seed)
-    base = {"one-attribute": one_attribute(data, eps, seed),
-            "pairs-naive": pairs_naive(data, eps, seed, reports),
-            "pairs": pairs(data, eps, seed, reports)}
-    base["bloom-best-h"] = bloom_best_h(data, eps, seed) if bloom else {"skipped": True}
+    reports = hm.pair_reports(data, eps, seed)
+    base = {"one-attribute": _tm(hm.one_attribute(data, eps, seed)),
+            "pairs-naive": _tm(hm.pairs_naive(data, eps, seed, reports)),
+            "pairs": _tm(hm.pairs_fitted(data, eps, seed, reports))}
+    base["bloom-best-h"] = _tm(hm.bloom_best_h(data, eps, seed)) if bloom else {"skipped": True}
     row["base"] = base
-    row["central"] = central(data, eps, seed)
-    row["independence_true"] = true_independence(data)
+    row["central"] = _tm(hm.central(data, eps, seed))
+    row["independence_true"] = hm.true_independence(data)
     return score_row(row)
 
 
@@ -384,7 +206,7 @@ def timing(data, seed: int) -> dict:
 
     def go():
         reports, _ = collect(data, 8.0, protocol="marginals", rng=seed)
-        return _fit(reports)
+        return fit_model(reports)
 
     _, wall, cpu = _timed(go)
     return {"n": data.n, "d": len(data.domain), "epsilon": 8.0, "seconds": wall, "cpu_seconds": cpu}

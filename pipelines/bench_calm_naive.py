@@ -6,28 +6,11 @@ Usage::
         [--datasets adult-1m] [--epsilons 4,8,16] [--seeds 0,1,2] [--out calm_naive.json]
     python pipelines/bench_calm_naive.py --quick      # tiny cell, a few seconds
 
-The issue's baselines include "one pair per user over all pairs with
-consistency (naive CALM-style)".  ``pipelines/bench_budgets.py`` runs a
-*stronger* version of it: the same pair reports released by lopub's own fitted
-graphical model ("base: pairs" there).  This script runs the naive version
-the issue's table describes, on the very same reports (same plan, same random
-draws: ``rng = seed + 300`` as in ``bench_budgets.pairs``):
-
-1. every pair table estimated by its oracle (unbiased raw table and its
-   per-cell variance, :func:`lopub.collect.measure_marginals`);
-2. CALM's consistency step (Zhang et al., CCS 2018, after PriView): for each
-   attribute, the one-way tables implied by every pair table holding it are
-   replaced by their inverse-variance weighted mean (a pair table's one-way
-   sum over ``c`` cells has ``c`` times its cell variance), the difference
-   spread evenly over the other attribute's cells; then Norm-Sub; both
-   repeated ``ROUNDS`` times;
-3. scored directly on the consistent pair tables (mean 2-way TVD over all
-   pairs; no model and no sampling, the most favourable way to score it).
-
-In the same run, per cell: lopub's planned release (``bench_budgets._planned``,
-the same seed as ``bench_budgets``) and the fitted-model version of the pairs
-baseline, so the ratios are side by side.  TVDs do not depend on the
-machine's load.
+On the very same pair reports as ``bench_budgets`` (``rng = seed + 300``):
+the naive release (every pair table by its oracle, CALM's consistency and
+Norm-Sub, scored on the tables: :func:`pipelines.harness.methods.pairs_naive`),
+the same reports through lopub's fitted model, and lopub's planned release
+(the same seed as ``bench_budgets``), side by side.
 """
 from __future__ import annotations
 
@@ -38,25 +21,25 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
 
-import bench_budgets as bb  # noqa: E402
-from bench_budgets import ROUNDS, consistent_pairs, naive_tvd  # noqa: E402,F401  (defined there; re-exported)
+from pipelines.bench_budgets import load
+from pipelines.harness import methods as hm
+from pipelines.harness.methods import ROUNDS, consistent_pairs, naive_tvd  # noqa: F401  (re-exported)
 
 
 def run_cell(data, dataset: str, eps: float, seed: int) -> dict:
-    reports = bb.pair_reports(data, eps, seed)  # bench_budgets' pairs baselines' reports
-    naive = bb.pairs_naive(data, eps, seed, reports)["tvd_model"]
-    fitted = bb.pairs(data, eps, seed, reports)["tvd_model"]
-    planned_model, report = bb._planned(data, eps, seed)[:2]
-    planned = bb._score(data, planned_model)
-    best_ldp = min(naive, fitted)
+    reports = hm.pair_reports(data, eps, seed)
+    naive = hm.pairs_naive(data, eps, seed, reports)["tvd"]
+    fitted = hm.pairs_fitted(data, eps, seed, reports)["tvd"]
+    model, report, _ = hm.planned_release(data, eps, seed)
+    planned = hm.score(data, model)
     return {"dataset": dataset, "n": data.n, "epsilon": eps, "seed": seed,
             "planned": planned, "planned_protocol": report.recommended,
             "pairs_naive_consistency": naive, "pairs_fitted_model": fitted,
             "ratio_planned_to_naive": planned / naive,
             "ratio_planned_to_fitted_pairs": planned / fitted,
-            "ratio_planned_to_best_pairs": planned / best_ldp}
+            "ratio_planned_to_best_pairs": planned / min(naive, fitted)}
 
 
 def summary(rows: list[dict]) -> list[dict]:
@@ -91,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for ds in a.datasets.split(","):
         for seed in seeds:
-            data = bb.load(ds, seed, a.n_embedded)
+            data = load(ds, seed, a.n_embedded)
             for eps in eps_list:
                 rows.append(run_cell(data, ds, eps, seed))
                 print(json.dumps(rows[-1]), flush=True)

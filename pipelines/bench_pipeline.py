@@ -35,6 +35,11 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
+
+from pipelines.harness import datasets  # noqa: E402
 
 M, H, PHI = 128, 4, 0.4
 # this benchmark measures the paper's release (each clique's joint estimated, Alg. 4 graph);
@@ -49,12 +54,6 @@ def _fit(*args, **kw):
     return res.model, res.report.to_dict()
 
 
-def _load():
-    from lopub.datasets import load_adult
-
-    return load_adult()
-
-
 def one_run(method: str, f: float, seed: int = 0, model_phi: float | None = None,
             options: dict | None = None) -> dict:
     """Whole pipeline once; seconds per stage and peak memory of this process."""
@@ -64,7 +63,7 @@ def one_run(method: str, f: float, seed: int = 0, model_phi: float | None = None
     from lopub.reports.spec import CollectionSpec
     from lopub.publish.synthesize import sample_codes
 
-    data = _load()
+    data = datasets.load("adult")
     t0 = time.perf_counter()
     reports = encode(data, CollectionSpec.from_domain(data.domain, f=f, m=M, h=H), rng=seed)
     t1 = time.perf_counter()
@@ -92,7 +91,7 @@ def utility(methods: list[str], fs: list[float], seed: int = 0,
     from lopub.reports.spec import CollectionSpec
     from lopub.publish.synthesize import sample_codes
 
-    data = _load()
+    data = datasets.load("adult")
     attrs = data.domain.attrs
     true_model, _ = _fit(estimator=data, phi=PHI)
     true_edges = true_model.graph.edges
@@ -128,7 +127,7 @@ def phi_sweep(phis: list[float], f: float, method: str, seed: int = 0) -> list[d
     from lopub.reports.spec import CollectionSpec
     from lopub.publish.synthesize import sample_codes
 
-    data = _load()
+    data = datasets.load("adult")
     reports = encode(data, CollectionSpec.from_domain(data.domain, f=f, m=M, h=H), rng=seed)
     cache = MarginalCache(make_estimator(reports, method))
     rows = []

@@ -43,6 +43,11 @@ import os
 import sys
 import time
 import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
+
+from pipelines.harness import datasets  # noqa: E402
 
 M, H, PHI = 128, 4, 0.4
 
@@ -59,16 +64,6 @@ def _spec(domain, *, f=None, epsilon=None, h=H, m=M):
             if m >= 8192:
                 raise
             m *= 2
-
-
-def _dataset(name: str, seed: int):
-    if name == "adult":
-        from lopub.datasets import load_adult
-
-        return load_adult()
-    from lopub.datasets import embedded
-
-    return embedded(rng=seed)
 
 
 def _pair_tvd(data, cache) -> float:
@@ -113,7 +108,7 @@ def compare(data, reports, method: str, seed: int = 0) -> dict:
 
 
 def part_f(fs, methods, seed) -> list[dict]:
-    data = _dataset("adult", seed)
+    data = datasets.load("adult")
     rows = []
     for f in fs:
         from lopub.client import encode
@@ -131,7 +126,7 @@ def part_grid(epsilons, hs, methods, datasets, seed) -> list[dict]:
 
     rows = []
     for ds in datasets:
-        data = _dataset(ds, seed)
+        data = datasets.load(ds, None, seed)
         for eps, h in itertools.product(epsilons, hs):
             spec = _spec(data.domain, epsilon=eps, h=h)
             reports = encode(data, spec, rng=seed)
@@ -173,7 +168,7 @@ def part_timing(methods, seed) -> list[dict]:
     from lopub.dependency import MarginalCache
     from lopub.pipeline.steps import make_estimator
 
-    data = _dataset("adult", seed)
+    data = datasets.load("adult")
     reports = encode(data, _spec(data.domain, f=0.5), rng=seed)
     rows = []
     for method in methods:

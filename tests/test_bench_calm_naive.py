@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "pipelines"))
+sys.path.insert(0, str(ROOT))
 
-from bench_calm_naive import consistent_pairs  # noqa: E402
+from pipelines.harness.methods import consistent_pairs  # noqa: E402
 
 
 def _true_tables(rng, sizes):

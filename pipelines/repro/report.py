@@ -2,7 +2,7 @@
 
 Every table is read from ``results/<experiment>/*.csv``; the headline
 comparisons with the paper are computed here from the same files; the prose
-that interprets them lives in :mod:`pipelines.repro.notes`.
+that interprets them lives in ``pipelines/repro/notes.md`` (:func:`load_notes`).
 
 Run ``python -m pipelines.repro.report`` after the experiments.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from types import SimpleNamespace
 from pathlib import Path
 
@@ -18,9 +19,16 @@ import pandas as pd
 
 from lopub.io import atomic_write_text
 
-from . import notes, runner
+from . import runner
 
 DOCS = runner.ROOT / "docs" / "RESULTS.md"
+NOTES = Path(__file__).with_name("notes.md")
+
+
+def load_notes(path: Path = NOTES) -> dict[str, str]:
+    """The prose sections of ``notes.md`` by name (a line ``<!-- section NAME -->`` starts each)."""
+    parts = re.split(r"^<!-- section ([A-Z0-9_]+) -->\n", path.read_text(), flags=re.MULTILINE)
+    return {name: text[:-1] for name, text in zip(parts[1::2], parts[2::2])}  # [:-1]: the separating newline
 
 
 def md_table(df: pd.DataFrame, digits: int = 3) -> str:
@@ -300,8 +308,7 @@ def figures(res: Path) -> _Figures:
 def build(res: Path = runner.RESULTS) -> str:
     """The whole RESULTS.md text."""
     fig = figures(res)
-    T = SimpleNamespace(**{k: v.format_map(fig) for k, v in vars(notes).items()
-                           if k.isupper() and isinstance(v, str)})
+    T = SimpleNamespace(**{k: v.format_map(fig) for k, v in load_notes().items()})
     sec = [T.HEADER,
            "## 6. Privacy of every setting (Eq. 8)\n\n" + T.PRIVACY + "\n\n" + privacy_section(res),
            "## 1. Estimation: AVD and time vs f\n\n" + exp1_section(res, T),

@@ -1,0 +1,249 @@
+"""Releases compared by the benchmarks: lopub's and the baselines, each scored once.
+
+Every method is ``fn(data, eps, seed) -> dict`` with ``"tvd"`` (mean total
+variation distance over all 2-way marginals against the true data) and
+optional extras.  ``ROLES`` says which are lopub's releases, LDP baselines
+or the (central, not LDP) reference.
+
+The random draws are offset from the seed exactly as in the scripts the
+saved figures of ``docs/`` come from (``bench_budgets``): one-attribute
+``seed + 200``, pair reports ``seed + 300``, central noise ``seed + 400``,
+Bloom ``seed + 100 + h``; lopub's own releases use ``seed`` itself.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+
+DELTA = 1e-6
+BLOOM_HS = (1, 2, 4)
+BLOOM_METHODS = ("moment", "em")
+#: rounds of CALM consistency + Norm-Sub in the naive pairs baseline
+ROUNDS = 10
+
+
+def fit_model(reports=None, **kw):
+    """``lopub.pipeline.steps.fit`` with its warnings silenced; the fitted model."""
+    from lopub.pipeline.steps import fit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit(reports, **kw).model
+
+
+def score(data, model) -> float:
+    """Mean 2-way TVD of a model (or dataset) against the true data, exact on the model."""
+    from lopub.publish.evaluate import average_tvd
+
+    return average_tvd(data, model, 2)["mean"]
+
+
+def planned_release(data, eps: float, seed: int):
+    """``collect(protocol="auto")`` then ``fit``: (model, plan report, reports)."""
+    from lopub.collect import collect
+
+    reports, report = collect(data, eps, protocol="auto", rng=seed)
+    return fit_model(reports), report, reports
+
+
+def planned(data, eps: float, seed: int) -> dict:
+    """lopub's planned release, as a user runs it with the defaults."""
+    model, report, _ = planned_release(data, eps, seed)
+    return {"tvd": score(data, model), "pick": report.recommended}
+
+
+def own_protocol(protocol: str):
+    """lopub's protocol ``protocol`` forced (``collect(protocol=...)`` then ``fit``)."""
+    def run(data, eps: float, seed: int) -> dict:
+        from lopub.collect import collect
+
+        return {"tvd": score(data, fit_model(collect(data, eps, protocol=protocol, rng=seed)[0]))}
+    run.__name__ = f"own_{protocol}"
+    return run
+
+
+def bloom_best_h(data, eps: float, seed: int) -> dict:
+    """Bloom reports at each h in BLOOM_HS, released by fit with moment and with EM; the best."""
+    from lopub.client import encode
+    from lopub.collect.planner import bloom_m
+    from lopub.reports.spec import CollectionSpec
+
+    per = {}
+    for h in BLOOM_HS:
+        spec = CollectionSpec.from_domain(data.domain, epsilon=eps, h=h, m=list(bloom_m(data.domain, h)))
+        reports = encode(data, spec, rng=seed + 100 + h)
+        for method in BLOOM_METHODS:
+            per[h, method] = score(data, fit_model(reports, method=method))
+    h, method = min(per, key=per.get)
+    return {"tvd": per[h, method], "h": h, "method": method,
+            "per_h": {f"{k}/{m}": v for (k, m), v in per.items()}}
+
+
+def one_attribute(data, eps: float, seed: int) -> dict:
+    """One attribute per user (uniform), best oracle at the full epsilon, independence release."""
+    from lopub.collect import MarginalPlan, collect_records, measure_marginals
+    from lopub.pipeline.steps import independence_model
+
+    plan = MarginalPlan(data.domain, [(a,) for a in data.domain.attrs], eps)
+    source = measure_marginals(collect_records(data, plan, rng=seed + 200))
+    return {"tvd": score(data, independence_model(source, n=data.n))}
+
+
+def pair_reports(data, eps: float, seed: int):
+    """One pair per user over all pairs, best oracle per pair (the pairs baselines' reports)."""
+    from lopub.collect import MarginalPlan, collect_records
+
+    plan = MarginalPlan(data.domain, list(itertools.combinations(data.domain.attrs, 2)), eps)
+    return collect_records(data, plan, rng=seed + 300)
+
+
+def pairs_fitted(data, eps: float, seed: int, reports=None) -> dict:
+    """All pairs, one per user, released by lopub's fitted model."""
+    reports = pair_reports(data, eps, seed) if reports is None else reports
+    return {"tvd": score(data, fit_model(reports))}
+
+
+def consistent_pairs(tables: dict, variances: dict, rounds: int = ROUNDS) -> dict:
+    """CALM consistency plus Norm-Sub on pair tables; returns new tables (same keys).
+
+    Parameters
+    ----------
+    tables : dict (a, b) -> ndarray (|a|, |b|)
+        Unbiased pair tables (may hold negative cells); each sums to about 1.
+    variances : dict (a, b) -> float
+        Each table's cell variance (its mean over cells).
+    rounds : int
+        Rounds of (consistency for every attribute, then Norm-Sub).
+    """
+    from lopub.estimate.postprocess import norm_sub
+
+    if rounds < 1:
+        raise ValueError(f"rounds ({rounds}) must be >= 1")
+    t = {k: np.asarray(v, dtype=float) + (1.0 - float(np.sum(v))) / np.size(v) for k, v in tables.items()}
+    attrs = list(dict.fromkeys(a for k in t for a in k))
+    for _ in range(rounds):
+        for a in attrs:  # attributes, not users
+            held = [(k, k.index(a)) for k in t if a in k]
+            sums = [t[k].sum(axis=1 - ax) for k, ax in held]
+            others = [t[k].shape[1 - ax] for k, ax in held]
+            w = np.array([1.0 / (c * max(variances[k], 1e-300)) for (k, _), c in zip(held, others)])
+            target = sum(wi * s for wi, s in zip(w, sums)) / w.sum()
+            for (k, ax), s, c in zip(held, sums, others):
+                shift = (target - s) / c
+                t[k] = t[k] + (shift[:, None] if ax == 0 else shift[None, :])
+        t = {k: norm_sub(v) for k, v in t.items()}
+    return t
+
+
+def tables_tvd(data, tables: dict) -> float:
+    """Mean TVD of pair tables ``{(a, b): ndarray}`` against the true pair marginals."""
+    return float(np.mean([0.5 * float(np.abs(v - data.project(list(k)).values).sum())
+                          for k, v in tables.items()]))
+
+
+def naive_tvd(data, reports) -> float:
+    """Mean 2-way TVD over all pairs of the consistent pair tables against the true data."""
+    from lopub.collect import measure_marginals
+    from lopub.collect.server import _measure_group
+
+    sizes = reports.group_sizes()
+    if sizes.min() > 0:
+        ms = measure_marginals(reports).measurements()
+    else:  # fewer users than pairs: only the pairs that got users are measured
+        ms = [_measure_group(reports.plan, i, rep, reports.n, "norm-sub")
+              for i, rep in enumerate(reports.groups) if sizes[i] > 0]
+    tables = {m.attrs: m.estimate for m in ms}
+    variances = {m.attrs: float(m.sigma2) for m in ms}
+    for i in np.flatnonzero(sizes == 0):  # a pair no user reported: uniform, weightless in consistency
+        k = tuple(reports.plan.subsets[i])
+        tables[k] = np.full(reports.plan.domain.project(list(k)).sizes, 1.0 / reports.plan.domain.cells(k))
+        variances[k] = 1e6
+    return tables_tvd(data, consistent_pairs(tables, variances))
+
+
+def pairs_naive(data, eps: float, seed: int, reports=None) -> dict:
+    """The issue's naive CALM: the pair reports, CALM consistency + Norm-Sub on the pair tables."""
+    reports = pair_reports(data, eps, seed) if reports is None else reports
+    return {"tvd": naive_tvd(data, reports), "scored_on": "consistent pair tables (no model)"}
+
+
+def zcdp_rho(eps: float, delta: float = DELTA) -> float:
+    """Largest rho with rho + 2 sqrt(rho ln(1/delta)) <= eps (zCDP -> (eps, delta)-DP)."""
+    ld = math.log(1.0 / delta)
+    return (math.sqrt(ld + eps) - math.sqrt(ld)) ** 2
+
+
+def central_pairs(data, eps: float, seed: int):
+    """Gaussian noise on every pair's count table: (pairs, noisy tables, sigma in counts).
+
+    zCDP with delta = 1e-6; one record changes one cell of each of the P
+    tables by 1, so the L2 sensitivity is sqrt(P) and sigma = sqrt(P / (2 rho)).
+    """
+    rng = np.random.default_rng(seed + 400)
+    prs = list(itertools.combinations(data.domain.attrs, 2))
+    sigma = math.sqrt(len(prs) / (2.0 * zcdp_rho(eps)))
+    raws = []
+    for p in prs:  # pairs of attributes, not users
+        true = data.project(list(p))
+        raws.append((true, (true.values * data.n + rng.normal(0.0, sigma, true.values.shape)) / data.n))
+    return prs, raws, sigma
+
+
+def central(data, eps: float, seed: int) -> dict:
+    """Central-DP reference: Gaussian noise on all pair count tables, released by lopub's fitted model."""
+    from lopub.collect import MarginalSource
+    from lopub.estimate.measurement import Measurement
+    from lopub.estimate.postprocess import norm_sub
+
+    _, raws, sigma = central_pairs(data, eps, seed)
+    n = data.n
+    ms = [Measurement(true.domain, norm_sub(raw), n, {}, variance=(sigma / n) ** 2,
+                      provenance={"protocol": "central-gaussian", "postprocess": "norm-sub",
+                                  "variance": "sigma^2 / N^2 (Gaussian mechanism)"}, raw=raw)
+          for true, raw in raws]
+    model = fit_model(estimator=MarginalSource(data.domain, ms, n=n))
+    return {"tvd": score(data, model), "sigma_counts": sigma, "delta": DELTA}
+
+
+def central_tables(data, eps: float, seed: int) -> dict:
+    """Central-DP reference scored on its pair tables (CALM consistency + Norm-Sub, no model).
+
+    The same noisy tables as :func:`central`; cheap at any number of attributes.
+    """
+    prs, raws, sigma = central_pairs(data, eps, seed)
+    var = (sigma / data.n) ** 2
+    out = consistent_pairs({p: raw for p, (_, raw) in zip(prs, raws)}, {p: var for p in prs})
+    return {"tvd": tables_tvd(data, out), "sigma_counts": sigma, "delta": DELTA}
+
+
+def true_independence(data) -> float:
+    """Reference: product of the exact one-way marginals."""
+    from lopub.data.marginal import Marginal
+    from lopub.publish.evaluate import tvd
+
+    vals = []
+    for a, b in itertools.combinations(data.domain.attrs, 2):  # pairs of attributes, not users
+        pa, pb, ab = data.project([a]), data.project([b]), data.project([a, b])
+        vals.append(tvd(ab, Marginal(ab.domain, np.multiply.outer(pa.values, pb.values), ab.n, {})))
+    return float(np.mean(vals))
+
+
+#: every method by name, with its role in the tables
+METHODS = {
+    "planned": planned,
+    "marginals": own_protocol("marginals"),
+    "one-attribute-own": own_protocol("one-attribute"),
+    "bloom-own": own_protocol("bloom"),
+    "one-attribute": one_attribute,
+    "pairs-naive": pairs_naive,
+    "pairs-fitted": pairs_fitted,
+    "bloom-best-h": bloom_best_h,
+    "central": central,
+    "central-tables": central_tables,
+}
+ROLES = {"planned": "lopub", "marginals": "lopub", "one-attribute-own": "lopub", "bloom-own": "lopub",
+         "one-attribute": "baseline", "pairs-naive": "baseline", "pairs-fitted": "baseline",
+         "bloom-best-h": "baseline", "central": "reference", "central-tables": "reference"}

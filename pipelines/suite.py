@@ -1,0 +1,111 @@
+"""The suite of data shapes (issue 24 item 6): lopub's planned release against the baselines.
+
+Usage::
+
+    LOPUB_DATA_DIR=/path/to/datasets python -m pipelines.suite --quick   # a few minutes
+    LOPUB_DATA_DIR=/path/to/datasets nice python -m pipelines.suite      # the full grid
+    python -m pipelines.suite --table docs/suite.csv [more.csv ...]      # tables of saved runs
+
+Datasets (``pipelines.harness.datasets``): Adult as shipped (missing values
+kept as a category), retail top 20 / top 100 items, scikit-learn's
+breast_cancer, wine, diabetes (quantile-binned) and digits (64 binarized
+pixels), samples of pgmpy's bundled networks, and a synthetic chain of
+2-16-category attributes.  Methods (``pipelines.harness.methods``): lopub's
+planned release (``collect(protocol="auto")`` + ``fit``, defaults) against
+one attribute per user + independence, naive all-pairs with CALM's
+consistency, Bloom at its best h; central Gaussian noise on all pairs
+(scored on its consistent tables) is the reference, not a baseline.
+
+Every release is scored by its mean TVD over all 2-way marginals.  Each
+call runs under ``--timeout`` seconds; a method that timed out on a dataset
+is skipped on its later cells (shown as ``timeout`` / ``skipped``).  The rows
+go to ``--out`` (CSV, and Parquet beside it; ``--resume`` continues a run);
+``--docs`` rewrites the suite's section of ``docs/BENCHMARKS.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipelines.harness import tables
+from pipelines.harness.runner import Grid, load_rows, run, save_rows
+
+BASELINES = ["one-attribute", "pairs-naive", "bloom-best-h"]
+METHODS = ["planned", *BASELINES, "central-tables"]
+NETWORKS_FULL = ("asia", "sachs", "survey", "alarm", "water", "mildew", "barley", "hailfinder", "hepar2", "andes")
+#: small shapes first, so that a run stopped early (``--resume`` continues it) covers the most datasets
+FULL = {"wine": None, "diabetes": None, "breast_cancer": None, "bn-asia": 50_000, "bn-survey": 50_000,
+        "bn-sachs": 50_000, "stress": 20_000, "retail20": None, "adult-missing": None, "digits": None,
+        **{f"bn-{m}": 50_000 for m in NETWORKS_FULL[3:]}, "retail100": None}
+QUICK = {"adult-missing": None, "retail20": None, "wine": None, "stress": 5_000, "bn-asia": 10_000,
+         "bn-sachs": 10_000}
+EPSILONS = (0.5, 1, 2, 4, 8, 16)
+
+
+def config(quick: bool, bloom_max_d: int, timeout: float | None) -> Grid:
+    """The suite's grid (``quick``: 6 small shapes, epsilon 1 and 8, 2 seeds)."""
+    def skip(name, data, method):
+        if method == "bloom-best-h" and len(data.domain) > bloom_max_d:
+            return f"Bloom fits skipped above {bloom_max_d} attributes (--bloom-max-d)"
+        return None
+    if quick:
+        return Grid(QUICK, METHODS, (1.0, 8.0), (0, 1), timeout=timeout, skip=skip)
+    return Grid(FULL, METHODS, EPSILONS, (0, 1, 2), timeout=timeout, skip=skip)
+
+
+def report(rows: list[dict], command: str) -> str:
+    """The Markdown written into BENCHMARKS.md: the command, the tally and the table."""
+    return "\n\n".join([
+        (f"Command: `{command}`. Mean 2-way TVD over the seeds ± its standard error; "
+         "`*`: some seeds failed; verdict of lopub's planned release against the best baseline "
+         "(paired over seeds: win / loss beyond 2 standard errors, else tie)."),
+        tables.tally_markdown(rows, "planned", BASELINES),
+        tables.markdown(rows, METHODS, "planned", BASELINES)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="6 small shapes, epsilon 1 and 8, 2 seeds")
+    ap.add_argument("--datasets", help="comma-separated, replaces the configuration's (n as configured)")
+    ap.add_argument("--epsilons", help="comma-separated, replaces the configuration's")
+    ap.add_argument("--seeds", help="comma-separated, replaces the configuration's")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds per call (default 300)")
+    ap.add_argument("--bloom-max-d", type=int, default=None,
+                    help="skip the Bloom baseline above this many attributes (default 11)")
+    ap.add_argument("--out", default=None, help="rows as CSV (default suite-quick.csv / suite.csv)")
+    ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
+    ap.add_argument("--table", metavar="CSV", nargs="+", help="only print the tables of saved runs (merged)")
+    ap.add_argument("--docs", metavar="MD", help="write the table into this file's suite section")
+    ap.add_argument("--command", help="the command cited above the table (default: this one)")
+    a = ap.parse_args(argv)
+    command = "python -m pipelines.suite" + (" " + " ".join(argv if argv is not None else sys.argv[1:]))
+    if a.table:
+        seen: dict = {}  # a cell run twice (two partial runs): the first file's row
+        for r in (r for path in a.table for r in load_rows(path)):
+            seen.setdefault((r["dataset"], float(r["epsilon"]), int(r["seed"]), r["method"]), r)
+        rows = list(seen.values())
+    else:
+        grid = config(a.quick, a.bloom_max_d or 11, a.timeout or 300.0)
+        try:
+            if a.datasets:
+                src = FULL | QUICK if a.quick else QUICK | FULL
+                grid.datasets = {d: src.get(d) for d in a.datasets.split(",")}
+            if a.epsilons:
+                grid.epsilons = tuple(float(e) for e in a.epsilons.split(","))
+            if a.seeds:
+                grid.seeds = tuple(int(s) for s in a.seeds.split(","))
+            grid.__post_init__()
+        except ValueError as exc:
+            ap.error(str(exc))
+        out = a.out or ("suite-quick.csv" if a.quick else "suite.csv")
+        rows = run(grid, done=load_rows(out) if a.resume else (), save=lambda rs: save_rows(rs, out),
+                   log=lambda s: print(s, file=sys.stderr, flush=True))
+    text = report(rows, a.command or command.strip())
+    print(text)
+    if a.docs:
+        tables.replace_section(a.docs, "suite-quick" if a.quick else "suite", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
