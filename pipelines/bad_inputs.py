@@ -279,6 +279,13 @@ def _oracles(fx, work, cases, bad_files) -> list[dict]:
     c += cases(pl, "--domain", bad_files(work, ("domain",))[:7])
     c += cases(pl, "--n", BAD_COUNT)
     c += cases(pl, "--epsilon", BAD_POS)
+    sp = ["serve-plan", "--domain", fx["dom.json"], "--n", "1000", "--epsilon", "1", "--out", f"{w}/sp.json"]
+    c += cases(sp, "--domain", bad_files(work, ("domain",))[:4])
+    c += cases(sp, "--n", BAD_COUNT[:3])
+    c += cases(sp, "--epsilon", BAD_POS[:3])
+    for command in ("serve", "serve-export"):  # a bad collection is refused before anything runs
+        argv = [command, "x=" + fx["dom.json"]] + ([f"{w}/exp.npz"] if command == "serve-export" else [])
+        c += cases(argv, "", ["nofile", f"x={w}/nosuch.json", "x=" + fx["dom.json"]], positional=1)
     return c
 
 
