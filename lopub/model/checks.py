@@ -61,7 +61,7 @@ HOPELESS_SHARE = 0.5  # share of informative columns lost in noise that makes a 
 MIN_GROUP_USERS = 30  # fewer users than this behind one marginal-sampling subset is a small group
 MOVED_SHARE = 1e-3    # a fit whose loss fell by less than this share of its start did not move
 KEPT_SHARE = 0.5      # a model holding less than this share of a measured Cramer's V lost it
-MAX_INFERRED = 200    # outside pairs whose model table is inferred (strongest first)
+MAX_INFERRED = 40     # outside pairs whose model table is inferred (strongest first; bounds the time)
 LISTED = 5            # attributes or pairs named in one message
 
 
