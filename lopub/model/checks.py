@@ -202,8 +202,7 @@ def _one_way_kind(t: Table, tests: int) -> str:
 
 def independence_check(stats: TableStats) -> list[Finding]:
     """Check 2 (pairs): measured dependence the model holds as independence."""
-    tests = max(len(stats.pairs), 1)
-    sig = [t for t in stats.pairs if _dependent(t, tests)]
+    sig = _dependent_pairs(stats)
     if not sig:
         return []
     inside = [t for t in sig if t.mu is not None]
@@ -231,7 +230,7 @@ def lost_dependency_check(stats: TableStats) -> list[Finding]:
     strongest first, are inferred.
     """
     tests = max(len(stats.pairs), 1)
-    outside = [t for t in stats.pairs if t.mu is None and _dependent(t, tests)]
+    outside = [t for t in _dependent_pairs(stats) if t.mu is None]
     strong = [t for t in _strongest(outside, MAX_INFERRED) if _cramers_v(t) >= STRONG_V]
     lost: list[tuple[Table, float, float, float]] = []
     detail: list[tuple[Table, float, float, float]] = []
@@ -322,9 +321,15 @@ def _dependence(t: Table, p: np.ndarray) -> float:
     return t.stat(p, np.outer(p.sum(1), p.sum(0)))
 
 
-def _dependent(t: Table, tests: int) -> bool:
-    dof = _pair_dof(t)
-    return dof > 0 and st.chi2.sf(_dependence(t, t.m.estimate), dof) < ALPHA / tests
+def _dependent_pairs(stats: TableStats) -> list[Table]:
+    """Measured pairs whose dependence is significant (Bonferroni over the pairs), computed once."""
+    if "dependent" not in stats.memo:
+        dof = np.array([_pair_dof(t) for t in stats.pairs], dtype=float)
+        stat = np.array([_dependence(t, t.m.estimate) for t in stats.pairs], dtype=float)
+        p = st.chi2.sf(stat, np.maximum(dof, 1.0)) if len(dof) else np.zeros(0)
+        alpha = ALPHA / max(len(stats.pairs), 1)
+        stats.memo["dependent"] = [t for t, d, q in zip(stats.pairs, dof, p) if d > 0 and q < alpha]
+    return stats.memo["dependent"]
 
 
 def _cramers_v(t: Table) -> float:
