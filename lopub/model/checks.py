@@ -288,7 +288,8 @@ def convergence_check(fit: Mapping[str, Any] | None, stats: TableStats) -> list[
     """Check 6: a model fit that stopped early or never moved."""
     if not fit:
         return []
-    figs = {k: fit[k] for k in ("loss", "initial_loss", "iterations", "converged", "chi2", "dof") if k in fit}
+    figs = {k: fit[k] for k in ("loss", "initial_loss", "iterations", "converged", "stop", "gap", "chi2", "dof")
+            if k in fit}
     loss, start = fit.get("loss"), fit.get("initial_loss")
     moved = fit.get("moved")
     if moved is None and loss is not None and start is not None:
@@ -299,8 +300,13 @@ def convergence_check(fit: Mapping[str, Any] | None, stats: TableStats) -> list[
                         f"{float(loss or 0.0):.6g} after {fit.get('iterations')} iterations) although its "
                         "measurements disagree with it.", figs)]
     if fit.get("converged") is False:
-        return [Finding("convergence", "caveat", f"The model fit stopped after {fit.get('iterations')} "
-                        "iterations before reaching its tolerance (raise max_iter).", figs)]
+        stop = fit.get("stop")
+        how = ("at max_iter" if stop in (None, "max_iter") else f"on {stop}") + (
+            f", certified gap {float(fit['gap']):.3g} nats" if fit.get("gap") is not None else "")
+        # an unconverged fit that already fits within the noise is a note, not a caveat
+        return [Finding("convergence", "caveat" if misfit else "info", f"The model fit did not converge "
+                        f"(stopped {how} after {fit.get('iterations')} iterations)"
+                        + ("." if misfit else "; it already fits its measurements within their noise."), figs)]
     return []
 
 
