@@ -171,7 +171,13 @@ def test_convergence():
     assert next(f for f in still.findings if f.check == "convergence").severity == "fatal"
     early = assess(_model(p, FULL), ms, fit={"loss": 10.0, "initial_loss": 900.0, "iterations": 5000,
                                              "converged": False})
-    assert "convergence" in _checks(early, "caveat") and early.level == CAVEATS
+    # within the noise already: a note; off the measurements: a caveat
+    assert "convergence" in _checks(early, "info") and early.level == GOOD
+    off = assess(_model(np.full(p.shape, 1.0 / p.size), FULL), ms,
+                 fit={"loss": 10.0, "initial_loss": 900.0, "iterations": 5000, "converged": False, "stop": "tol",
+                      "gap": 40.0})
+    conv = next(f for f in off.findings if f.check == "convergence")
+    assert conv.severity == "caveat" and "stopped on tol, certified gap 40 nats" in conv.message
     fine = assess(_model(p, FULL), ms, fit={"loss": 10.0, "initial_loss": 900.0, "iterations": 50,
                                             "converged": True})
     assert not [f for f in fine.findings if f.check == "convergence"] and fine.level == GOOD

@@ -132,7 +132,9 @@ def test_cli_constant_column_repro(tmp_path, capsys):
     assert main(["collect", str(tmp_path / "c.csv"), "--domain", str(tmp_path / "dom.json"), "--epsilon", "8",
                  "--seed", "1", "--out", str(tmp_path / "r.npz")]) == 0
     capsys.readouterr()
-    assert main(["fit", str(tmp_path / "r.npz"), "--out", str(tmp_path / "m.json"), "--quiet", "--json"]) == 0
+    written = [p for p in tmp_path.iterdir() if p.name.startswith("r.")]  # named for what it holds
+    assert len(written) == 1
+    assert main(["fit", str(written[0]), "--out", str(tmp_path / "m.json"), "--quiet", "--json"]) == 0
     cap = capsys.readouterr()
     verdict = json.loads(cap.out)["verdict"]
     model = Model.load(tmp_path / "m.json")

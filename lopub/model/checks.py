@@ -61,7 +61,7 @@ HOPELESS_SHARE = 0.5  # share of informative columns lost in noise that makes a 
 MIN_GROUP_USERS = 30  # fewer users than this behind one marginal-sampling subset is a small group
 MOVED_SHARE = 1e-3    # a fit whose loss fell by less than this share of its start did not move
 KEPT_SHARE = 0.5      # a model holding less than this share of a measured Cramer's V lost it
-MAX_INFERRED = 200    # outside pairs whose model table is inferred (strongest first)
+MAX_INFERRED = 40     # outside pairs whose model table is inferred (strongest first; bounds the time)
 LISTED = 5            # attributes or pairs named in one message
 
 
@@ -202,8 +202,7 @@ def _one_way_kind(t: Table, tests: int) -> str:
 
 def independence_check(stats: TableStats) -> list[Finding]:
     """Check 2 (pairs): measured dependence the model holds as independence."""
-    tests = max(len(stats.pairs), 1)
-    sig = [t for t in stats.pairs if _dependent(t, tests)]
+    sig = _dependent_pairs(stats)
     if not sig:
         return []
     inside = [t for t in sig if t.mu is not None]
@@ -231,7 +230,7 @@ def lost_dependency_check(stats: TableStats) -> list[Finding]:
     strongest first, are inferred.
     """
     tests = max(len(stats.pairs), 1)
-    outside = [t for t in stats.pairs if t.mu is None and _dependent(t, tests)]
+    outside = [t for t in _dependent_pairs(stats) if t.mu is None]
     strong = [t for t in _strongest(outside, MAX_INFERRED) if _cramers_v(t) >= STRONG_V]
     lost: list[tuple[Table, float, float, float]] = []
     detail: list[tuple[Table, float, float, float]] = []
@@ -289,7 +288,8 @@ def convergence_check(fit: Mapping[str, Any] | None, stats: TableStats) -> list[
     """Check 6: a model fit that stopped early or never moved."""
     if not fit:
         return []
-    figs = {k: fit[k] for k in ("loss", "initial_loss", "iterations", "converged", "chi2", "dof") if k in fit}
+    figs = {k: fit[k] for k in ("loss", "initial_loss", "iterations", "converged", "stop", "gap", "chi2", "dof")
+            if k in fit}
     loss, start = fit.get("loss"), fit.get("initial_loss")
     moved = fit.get("moved")
     if moved is None and loss is not None and start is not None:
@@ -300,8 +300,13 @@ def convergence_check(fit: Mapping[str, Any] | None, stats: TableStats) -> list[
                         f"{float(loss or 0.0):.6g} after {fit.get('iterations')} iterations) although its "
                         "measurements disagree with it.", figs)]
     if fit.get("converged") is False:
-        return [Finding("convergence", "caveat", f"The model fit stopped after {fit.get('iterations')} "
-                        "iterations before reaching its tolerance (raise max_iter).", figs)]
+        stop = fit.get("stop")
+        how = ("at max_iter" if stop in (None, "max_iter") else f"on {stop}") + (
+            f", certified gap {float(fit['gap']):.3g} nats" if fit.get("gap") is not None else "")
+        # an unconverged fit that already fits within the noise is a note, not a caveat
+        return [Finding("convergence", "caveat" if misfit else "info", f"The model fit did not converge "
+                        f"(stopped {how} after {fit.get('iterations')} iterations)"
+                        + ("." if misfit else "; it already fits its measurements within their noise."), figs)]
     return []
 
 
@@ -322,9 +327,15 @@ def _dependence(t: Table, p: np.ndarray) -> float:
     return t.stat(p, np.outer(p.sum(1), p.sum(0)))
 
 
-def _dependent(t: Table, tests: int) -> bool:
-    dof = _pair_dof(t)
-    return dof > 0 and st.chi2.sf(_dependence(t, t.m.estimate), dof) < ALPHA / tests
+def _dependent_pairs(stats: TableStats) -> list[Table]:
+    """Measured pairs whose dependence is significant (Bonferroni over the pairs), computed once."""
+    if "dependent" not in stats.memo:
+        dof = np.array([_pair_dof(t) for t in stats.pairs], dtype=float)
+        stat = np.array([_dependence(t, t.m.estimate) for t in stats.pairs], dtype=float)
+        p = st.chi2.sf(stat, np.maximum(dof, 1.0)) if len(dof) else np.zeros(0)
+        alpha = ALPHA / max(len(stats.pairs), 1)
+        stats.memo["dependent"] = [t for t, d, q in zip(stats.pairs, dof, p) if d > 0 and q < alpha]
+    return stats.memo["dependent"]
 
 
 def _cramers_v(t: Table) -> float:

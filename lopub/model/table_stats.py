@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -67,6 +67,7 @@ class TableStats:
     one: dict[str, Table]
     pairs: list[Table]
     larger: list[Table]
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, model: Any, ms: Sequence[Measurement]) -> "TableStats":
@@ -75,12 +76,13 @@ class TableStats:
         pairs: list[Table] = []
         larger: list[Table] = []
         for m in ms:
-            inside = any(set(m.attrs) <= c for c in cliques)
-            t = Table(m, model.project(list(m.attrs)).values if inside else None)
-            if len(m.attrs) == 1:
-                one.setdefault(m.attrs[0], t)
+            attrs = m.attrs
+            inside = any(set(attrs) <= c for c in cliques)
+            t = Table(m, model.project(list(attrs)).values if inside else None)
+            if len(attrs) == 1:
+                one.setdefault(attrs[0], t)
             else:
-                (pairs if len(m.attrs) == 2 else larger).append(t)
+                (pairs if len(attrs) == 2 else larger).append(t)
         return cls(model, one, pairs, larger)
 
     @property
