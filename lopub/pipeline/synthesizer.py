@@ -40,6 +40,7 @@ from lopub.model.fit_result import FitReport
 from lopub.data.marginal import Marginal
 from lopub.model.graphical import Model
 from lopub.model.verdict import GOOD, ReleaseQualityWarning, Verdict
+from lopub.estimate.registry import METHODS
 from lopub.pipeline.options import FitOptions
 from lopub.pipeline.steps import fit as fit_pipeline
 from lopub.publish.synthesize import synthesize
@@ -473,8 +474,11 @@ class Synthesizer:
         protocol = coll.get("protocol") if coll.get("protocol") in PROTOCOLS else "auto"
         params: dict[str, Any] = {"epsilon": float(eps), "protocol": protocol, "domain": model.domain}
         for name in ("method", "release", "structure", "clique_budget"):
-            if fit.get(name) is not None:
-                params[name] = fit[name]
+            value = fit.get(name)
+            # the recorded method of marginal-sampling reports ("marginal-sampling") names no
+            # Bloom estimator: the default stays (it applies to Bloom reports only)
+            if value is not None and (name != "method" or value in METHODS):
+                params[name] = value
         self = cls(**params)
         text, warning = privacy_statement(float(eps))
         info = CollectionReport(protocol=str(coll.get("protocol")), epsilon_per_record=float(eps),
