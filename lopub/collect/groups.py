@@ -130,7 +130,7 @@ def fit_to_users(domain: Domain, n: int, epsilon: float, subsets: Sequence[Seque
         g = k + d - len(covered)
         if n // g >= top:
             best_k = k
-        elif n // (k + d) < top:  # g >= k (+ uncovered): larger prefixes cannot fit either
+        elif n // k < top:  # longer prefixes have g >= k groups and a minimum >= top
             break
     kept = multi[:best_k]
     left = {a for s in kept for a in s}
