@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from lopub.cli import main
-from lopub.serve.shuffle import closed_form_epsilon, shuffle_delta, shuffle_epsilon
+from lopub.reports.shuffle import closed_form_epsilon, shuffle_delta, shuffle_epsilon
 
 
 def _brute_delta(n, eps0, eps):
@@ -73,3 +73,16 @@ def test_privacy_command(capsys):
     assert "--shuffle-n (1) must be an integer >= 2" in capsys.readouterr().err
     assert main(["privacy", "--f", "0.5", "--shuffle-n", "10", "--delta", "2"]) == 2
     assert "--delta (2.0) must be in (0, 1)" in capsys.readouterr().err
+
+
+def test_report_states_the_shuffle_amplification_for_its_reports():
+    """The HTML report's privacy statement gives the central epsilon for the model's N reports."""
+    from lopub.publish.report.notes import SHUFFLE_DELTA, privacy_statement, shuffle_note
+
+    coll = {"protocol": "marginals", "epsilon_per_record": 2.0, "subsets": [["a"]], "oracles": ["grr"]}
+    text = shuffle_note(coll, 100_000)
+    central = shuffle_epsilon(100_000, 2.0, SHUFFLE_DELTA)
+    assert central < 2.0 and f"central ({central:.3g}, {SHUFFLE_DELTA:g})" in text
+    assert any(p == text for p in privacy_statement(coll, real_shown=False, n=100_000))
+    assert shuffle_note(None, 100_000) is None and shuffle_note(coll, None) is None
+    assert not any("shuffl" in p for p in privacy_statement(coll, real_shown=False))

@@ -195,7 +195,7 @@ def cmd_privacy(a: argparse.Namespace) -> None:
         out = {"epsilon_per_record": a.epsilon, "h": a.h, "d": a.d, "f": f,
                "epsilon_per_attribute": a.epsilon / a.d}
     if a.shuffle_n is not None:  # central (epsilon, delta) of the shuffled reports (lopub serve-export)
-        from ..serve.shuffle import statement
+        from lopub.reports.shuffle import statement
 
         out.update(statement(a.shuffle_n, out["epsilon_per_record"], a.delta, names=("--shuffle-n", "--delta")))
     emit(out, a.json, "\n".join(f"{k}: {v:.6g}" if isinstance(v, float) else f"{k}: {v}"

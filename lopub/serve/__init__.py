@@ -10,7 +10,7 @@
 * :mod:`.device`: the device randomizers from 32-bit random words (the
   reference of the JavaScript client ``clients/js/lopub.js``).
 * :mod:`.client`: the Python device client (:class:`DeviceClient`), relay batches.
-* :mod:`.shuffle`: central (epsilon, delta) of the shuffled reports.
+* :mod:`lopub.reports.shuffle`: central (epsilon, delta) of the shuffled reports.
 
 Starlette, uvicorn and psycopg are the optional extra ``lopub[serve]``; only
 :mod:`.app` and the PostgreSQL store import them.

@@ -6,7 +6,7 @@ reports file or dataset folder (:meth:`lopub.Reports.save`).  The order of
 storage (which follows arrival) is destroyed by a uniformly random
 permutation drawn from OS entropy; tokens and arrival times are not in the
 store's report rows to begin with.  The shuffle is what the shuffle-model
-accounting (:mod:`lopub.serve.shuffle`) assumes.
+accounting (:mod:`lopub.reports.shuffle`) assumes.
 """
 from __future__ import annotations
 

@@ -180,7 +180,8 @@ def _warnings(ctx: _Inputs) -> str:
 
 
 def _privacy(ctx: _Inputs) -> str:
-    paras = privacy_statement(collection_of(ctx.model), real_shown=ctx.real is not None)
+    n = ctx.model.n if isinstance(ctx.model.n, int) else None
+    paras = privacy_statement(collection_of(ctx.model), real_shown=ctx.real is not None, n=n)
     return _section("privacy", "Privacy statement", "".join(f"<p>{_e(p)}</p>" for p in paras))
 
 

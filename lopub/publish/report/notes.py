@@ -4,13 +4,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from lopub.reports.shuffle import shuffle_epsilon
+
 HIGH_EPSILON = 10.0
 SMALL_N = 1000
 MIN_REPORTS_PER_CELL = 5.0
 CALIBRATION_AVD_WARN = 0.05
+#: delta of the central guarantee that shuffling the reports adds (Feldman, McMillan, Talwar 2021)
+SHUFFLE_DELTA = 1e-6
 
 
-def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool) -> list[str]:
+def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n: int | None = None) -> list[str]:
     """Paragraphs saying what privacy the release has, from the model's collection parameters."""
     if collection is None:
         out = ["No collection parameters are recorded in this model: it was not fitted from "
@@ -39,6 +43,9 @@ def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool) ->
                f"and the synthetic data are computed from the reports alone, so they carry the same "
                f"guarantee (post-processing); nothing else about a person is protected by it.",
                epsilon_meaning(eps)]
+    shuffled = shuffle_note(collection, n)
+    if shuffled:
+        out.append(shuffled)
     out.append("The domain (attributes, categories, bins) is public: it is assumed to come from "
                "public knowledge, not from the private records.")
     if real_shown:
@@ -46,6 +53,29 @@ def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool) ->
                    "information, distances and scores). Those are NOT protected: the report is for "
                    "the data owner's evaluation and must not be published with the release.")
     return out
+
+
+def shuffle_note(collection: dict[str, Any] | None, n: int | None, delta: float = SHUFFLE_DELTA) -> str | None:
+    """What amplification by shuffling adds for ``n`` shuffled reports (None when it does not apply).
+
+    References
+    ----------
+    Feldman, McMillan, Talwar, "Hiding among the clones", FOCS 2021 (numerical bound).
+    """
+    if collection is None or not isinstance(n, int) or isinstance(n, bool) or n < 2:
+        return None
+    eps0 = float(collection["epsilon_per_record"])
+    try:
+        central = shuffle_epsilon(n, eps0, delta)
+    except ValueError:  # outside the bound's range (e.g. epsilon too large for n)
+        return None
+    if not central < eps0:
+        return None
+    return (f"If the {n:,} reports were shuffled before analysis, stripped of who sent them (as "
+            f"lopub serve-export does), amplification by shuffling also bounds what the reports "
+            f"reveal to the collector: central ({central:.3g}, {delta:g})-differential privacy "
+            f"(Feldman, McMillan, Talwar 2021), beside the local epsilon = {eps0:.3g}. It assumes "
+            f"every user sent exactly one report and the shuffler was trusted.")
 
 
 def epsilon_meaning(eps: float) -> str:
