@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -228,12 +228,12 @@ def _uniform_pair_errors(profile: Profile, eps: float, phases: Sequence[tuple[Se
     memo: dict[tuple, float] = {}
     out = {}
     for a, b in all_pairs(domain):  # one dictionary look-up per pair
-        ka, kb, w = size[a], size[b], pair_w.get((a, b))
-        dep = dependence if scalar else _dep(dependence, a, b)
-        key = (ka, kb, w, one_mse.get(a, math.inf), one_mse.get(b, math.inf), dep)
-        if key not in memo:
-            memo[key] = _uniform_pair(key, select_edges)
-        out[(a, b)] = memo[key]
+        ka, kb, wp = size[a], size[b], pair_w.get((a, b))
+        dep = cast(float, dependence) if scalar else _dep(dependence, a, b)
+        pkey = (ka, kb, wp, one_mse.get(a, math.inf), one_mse.get(b, math.inf), dep)
+        if pkey not in memo:
+            memo[pkey] = _uniform_pair(pkey, select_edges)
+        out[(a, b)] = memo[pkey]
     return out
 
 

@@ -80,6 +80,9 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
 
         return merge_reports(*collect_two_phase(dataset, report.two_phase, rng=rng)), report
     if choice == "marginals":
+        if report.marginal_plan is None:
+            raise ValueError(f"protocol 'marginals' has no plan at n ({dataset.n}) and epsilon "
+                             f"({report.epsilon:g}): {report.warning or 'the planner refused it'}")
         mplan = report.marginal_plan
     else:
         mplan = MarginalPlan(dataset.domain, tuple((a,) for a in dataset.domain.attrs), report.epsilon, key=key)

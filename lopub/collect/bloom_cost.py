@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -119,7 +119,7 @@ def _uniform_bloom(domain: Domain, unit: dict, scale: float, profile: Profile, s
     dependence = profile.dependence
     scalar = not isinstance(dependence, Mapping)
     for a, b in itertools.combinations(domain.attrs, 2):  # one look-up per pair
-        key = (size[a], size[b], dependence if scalar else _dep(dependence, a, b))
+        key = (size[a], size[b], cast(float, dependence) if scalar else _dep(dependence, a, b))
         if key not in memo:
             ka, kb, dep = key
             ua, ub = unit[a], unit[b]

@@ -113,13 +113,13 @@ def fit_to_users(domain: Domain, n: int, epsilon: float, subsets: Sequence[Seque
     group its minimum; the longest such prefix wins.  ``None`` when not even
     one attribute per group is fillable (``n // d < MIN_GROUP_FLOOR``).
     """
-    subsets = [tuple(s) for s in subsets]
-    if not shortfall(domain, n, epsilon, subsets):
-        return subsets
+    given: list[tuple[str, ...]] = [tuple(s) for s in subsets]
+    if not shortfall(domain, n, epsilon, given):
+        return given
     d = len(domain)
     if n // d < MIN_GROUP_FLOOR:
         return None
-    multi = [s for s in subsets if len(s) > 1]
+    multi = [tuple(s) for s in subsets if len(s) > 1]
     need = dict(zip(multi, needs(domain, epsilon, multi)))
     multi.sort(key=lambda s: need[s])  # stable: ties keep the candidate's order
     covered: set[str] = set()
