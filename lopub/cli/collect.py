@@ -184,7 +184,7 @@ def cmd_privacy(a: argparse.Namespace) -> None:
     if (a.f is None) == (a.epsilon is None):
         raise ValueError("give exactly one of --f or --epsilon")
     if a.f is not None and not 0 < a.f < 1:
-        raise ValueError(f"--f ({a.f:g}) must be a flip probability in (0, 1)"
+        raise ValueError(f"--f ({a.f:g}) must be in (0, 1): a flip probability"
                          + (" (the value typed is below the smallest float, 5e-324)" if a.f == 0 else ""))
     if a.f is not None:
         per_attr = privacy.epsilon_per_attribute(a.f, a.h)

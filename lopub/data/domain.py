@@ -372,6 +372,8 @@ def domain_from_dict(obj: Any) -> Domain:
     prov = obj.get("provenance")
     if prov is not None and not isinstance(prov, str):
         raise DomainError(f"domain JSON: \"provenance\" must be a string, got {prov!r:.40}")
+    if "privacy" in obj and not isinstance(obj["privacy"], str):  # the note lopub schema writes
+        raise DomainError(f"domain JSON: \"privacy\" must be a string (a note), got {obj['privacy']!r:.40}")
     return Domain(tuple(_attribute(i, a) for i, a in enumerate(attrs)), prov)
 
 

@@ -48,7 +48,7 @@ def parse_json(text: str | bytes, error: Callable[[str], Exception], where: str,
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise error(f"{where}: not valid JSON ({exc}){expected}") from None
+        raise error(f"{where}: does not parse as JSON ({exc}){expected}") from None
     except RecursionError:
         raise error(f"{where}: JSON nested too deeply (arrays or objects inside each other beyond "
                     f"{MAX_DEPTH} levels); not a lopub file") from None

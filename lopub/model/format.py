@@ -134,6 +134,10 @@ def load_model(build: Callable[..., Any], path: str | os.PathLike) -> Any:
         raise FileNotFoundError(f"model file {name!r} does not exist")
     obj = read_json_file(name, ModelFormatError, "lopub model file")
     if isinstance(obj, dict) and "checksum" not in obj:  # refused unless --no-verify
+        try:  # what the file is (format, version) is said first; then that it has no checksum
+            _check_header(obj)
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"{name}: {exc}") from None
         missing_checksum(name, "model file", ModelFormatError)
     return model_from_dict(build, obj, source=name)
 

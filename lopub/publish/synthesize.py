@@ -69,7 +69,9 @@ def sample_codes(model: Model, n: int | None = None, *,
     where : mapping, optional
         ``{attribute: label}``: draw from the model conditioned on these
         values (exact: evidence clamped in the junction tree); every record
-        carries them.
+        carries them.  A model with relaxed regions (measured sets in no
+        clique, ``model.meta["regions"]``) is conditioned through its tree
+        only: the regions' record updating applies to unconditional draws.
 
     Returns
     -------
@@ -121,7 +123,8 @@ def sample_codes(model: Model, n: int | None = None, *,
         new_codes = np.unravel_index(draw, dom.project(new).sizes)
         for a, c in zip(new, new_codes):
             codes[:, dom.index(a)] = c
-    if model.meta.get("regions"):  # measured sets in no clique (lopub.model.pgm.relaxed)
+    if model.meta.get("regions") and not where:  # measured sets in no clique (lopub.model.pgm.relaxed)
+        # (their tables are unconditional: a conditional draw stays the tree's exact conditional)
         codes = refine_codes(codes, dom, model.meta["regions"], rng=gen)
     return Dataset(codes, dom)
 

@@ -80,7 +80,8 @@ def _sklearn(name, bins=4):
     def load(n, seed):
         import sklearn.datasets as skd
 
-        from lopub.data.dataset import Dataset, infer_domain
+        from lopub.data.dataset import Dataset
+        from lopub.data.schema import infer_domain
 
         df = getattr(skd, f"load_{name}")(as_frame=True).frame
         if name == "digits":  # 64 pixels, intensity 0-16, binarized at 8 (the digit left out)

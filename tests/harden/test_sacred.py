@@ -291,17 +291,24 @@ def test_merge_the_same_input_twice_is_refused(more, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,words", [
-    (["estimate-freq", "{ms}"], ["marginal-sampling", "lopub fit"]),
     (["fit", "{o}", "--out", "{w}/m.json"], ["one-way oracle", "estimate-freq"]),
     (["estimate", "{ms}", "--attrs", "a"], ["marginal-sampling", "lopub fit"]),
     (["estimate", "{o}", "--attrs", "a"], ["one-way oracle", "lopub estimate-freq"]),
     (["graph", "{ms}"], ["marginal-sampling", "lopub fit"]),
-    (["inspect-reports", "{o}"], ["one-way oracle", "lopub estimate-freq"]),
 ])
 def test_wrong_npz_kind_names_its_type_and_reader(more, tmp_path, capsys, argv, words):
     argv = [x.format(ms=more["ms.npz"], o=more["o.npz"], w=tmp_path) for x in argv]
     code, err = run_cli(argv + ["--quiet"], capsys)
     one_line(code, err, *words)
+
+
+@pytest.mark.parametrize("argv", [["estimate-freq", "{ms}"], ["inspect-reports", "{o}"],
+                                  ["inspect-reports", "{ms}"]])
+def test_every_npz_collect_writes_is_read_by_the_inspecting_commands(more, tmp_path, capsys, argv):
+    """Issue 23: what collect writes is readable by inspect-reports and estimate-freq (no refusal)."""
+    argv = [x.format(ms=more["ms.npz"], o=more["o.npz"], w=tmp_path) for x in argv]
+    code, err = run_cli(argv + ["--quiet", "--json"], capsys)
+    assert code == 0 and "Traceback" not in err, err
 
 
 # 6. bounded work ---------------------------------------------------------------------------

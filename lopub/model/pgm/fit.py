@@ -24,6 +24,8 @@ the sufficient statistics of measured attribute sets.
 """
 from __future__ import annotations
 
+import math
+
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -129,13 +131,15 @@ class MRFFit:
         ``gap``, ``chi2``, ``dof``, ``chi2_z``, ``constraints``,
         ``constraint_violation``, ``inference`` ("exact": junction tree).
         """
-        z = self.chi2_z
-        return {"loss": float(self.loss), "iterations": int(self.iterations),
+        def num(x: Any) -> float | None:  # JSON has no inf/nan: a figure that is not finite is None
+            return None if x is None or not math.isfinite(float(x)) else float(x)
+
+        return {"loss": num(self.loss), "iterations": int(self.iterations),
                 "converged": bool(self.converged), "seconds": round(float(self.seconds), 3),
-                "stop": self.stop, "gap": None if self.gap is None else float(self.gap),
-                "chi2": float(self.chi2), "dof": int(self.dof), "chi2_z": None if z is None else float(z),
+                "stop": self.stop, "gap": num(self.gap),
+                "chi2": num(self.chi2), "dof": int(self.dof), "chi2_z": num(self.chi2_z),
                 "constraints": int(self.constraints),
-                "constraint_violation": float(self.constraint_violation), "inference": "exact"}
+                "constraint_violation": num(self.constraint_violation), "inference": "exact"}
 
     def to_model(self, n: int | None = None, graph: Any = None, meta: dict | None = None):
         """A :class:`lopub.model.graphical.Model` over the fitted clique marginals.

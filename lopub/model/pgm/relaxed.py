@@ -152,9 +152,13 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
         ks = np.array([float(np.prod([domain.size(a) - 1 for a in m.attrs])) for m in pooled])
         s2 = np.array([m.sigma2 for m in pooled])
         d2 = np.array([float(((f - b) ** 2).sum()) for f, b in zip(fits, base)])
-        tau2 = max(float(np.mean((d2 - ks * s2) / ks)), 0.0)
-        lam = tau2 / (tau2 + s2) if tau2 > 0 else np.zeros(len(pooled))
+        live = ks > 0  # a set with a one-category attribute has no interaction to estimate
+        tau2 = max(float(np.mean((d2[live] - ks[live] * s2[live]) / ks[live])), 0.0) if live.any() else 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lam = np.where(live & (tau2 + s2 > 0), tau2 / (tau2 + s2), 0.0) if tau2 > 0 else np.zeros(len(pooled))
         fits = [b + lm * (f - b) for f, b, lm in zip(fits, base, lam)]
+    # a table that is not finite (degenerate margins) falls back to the tree model's own answer
+    fits = [f if np.isfinite(f).all() and f.sum() > 0 else b for f, b in zip(fits, base)]
     return [Marginal(domain.project(list(m.attrs)), f / f.sum(), m.n, {"method": "pgm-region"})
             for m, f in zip(pooled, fits)]
 
