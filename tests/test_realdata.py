@@ -20,7 +20,6 @@ import pytest
 
 from lopub import Dataset, Synthesizer, infer_schema
 from lopub.cli import main
-from lopub.collect.plan import PlanError
 from pipelines.bench_raw_data import (ADULT_COLUMNS, independence_tables, mean_pair_tvd,
                                       one_attribute_marginals, pair_tables)
 
@@ -184,15 +183,10 @@ def test_500_categories(epsilon):
     assert_no_worse(res)
 
 
-#: the auto planner proposes more subsets than these few users fill (issue 23, item 3: engineer
-#: "plan"); measure_marginals then refuses the reports.  strict: the mark must go once plans fit N.
-PLAN_UNFILLED = pytest.mark.xfail(strict=True, raises=PlanError, reason=(
-    "issue 23 item 3: the auto plan leaves subsets without users at this N (PlanError)"))
-SKLEARN = [pytest.param("iris", 4.0), pytest.param("iris", 8.0),
-           pytest.param("wine", 4.0, marks=PLAN_UNFILLED), pytest.param("wine", 8.0),
-           pytest.param("breast_cancer", 4.0, marks=PLAN_UNFILLED),
-           pytest.param("breast_cancer", 8.0, marks=PLAN_UNFILLED),
-           pytest.param("diabetes", 4.0, marks=PLAN_UNFILLED), pytest.param("diabetes", 8.0)]
+#: (wine 4, breast_cancer 4 and 8, diabetes 4 were strict xfails while the auto planner left
+#: subsets without users; plans now fit their N -- lopub.collect.groups -- and they pass)
+SKLEARN = [pytest.param(name, eps) for name in ("iris", "wine", "breast_cancer", "diabetes")
+           for eps in (4.0, 8.0)]
 
 
 @pytest.mark.slow
