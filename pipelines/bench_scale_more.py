@@ -173,8 +173,10 @@ def run_monitored(args: list[str], *, timeout: float | None = None) -> dict:
                   "report": {k: rep.get(k) for k in ("n", "method", "seconds", "edges", "estimator")}}
 
 
-def fit_args(reports: Path, method: str, out: Path, *extra: str) -> list[str]:
-    return ["fit", str(reports), "--method", method, "--phi", str(PHI), "--out", str(out), *extra]
+def fit_args(reports: Path, method: str | None, out: Path, *extra: str) -> list[str]:
+    """``lopub fit`` arguments; ``method`` None for marginal-sampling reports (their oracles measure)."""
+    how = [] if method is None else ["--method", method]
+    return ["fit", str(reports), *how, "--phi", str(PHI), "--out", str(out), *extra]
 
 
 # sections ----------------------------------------------------------------------------------------
@@ -273,7 +275,7 @@ def section_marginals(cfg: dict, work: Path, build_only: bool) -> dict:
     info = build_marginal_reports(path, n, d, cfg["epsilon"], cfg["batch"], seed=11)
     if build_only:
         return {}
-    r = run_monitored(fit_args(path, "em", work / "model_marg.json")) | {"section": "marginals"}
+    r = run_monitored(fit_args(path, None, work / "model_marg.json")) | {"section": "marginals"}
     out = {"collection": info, "fit": r}
     print(json.dumps(r), flush=True)
     return out

@@ -160,59 +160,64 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
     reports : Reports, optional
         The collected reports (needed unless ``estimator`` is given).
     options : FitOptions, optional
-        Every option below in one checked value
+        Every option listed under Notes, in one checked value
         (:class:`~lopub.pipeline.options.FitOptions`); each can also be given
         as a keyword (``fit(reports, phi=0.3)``), which replaces the field of
         ``options``.  An unknown keyword is a TypeError listing the options.
-    phi : float in (0, 1]
-        Dependency degree (Eq. 26) of structure "phi"; also the pruning share
-        with ``prune``.  Recorded for the other structures (plots, ``at_phi``).
-    method : {"em", "lasso", "moment", "hybrid", "hybrid-lasso"}
-        Estimator of every marginal (ignored when ``estimator`` is given).
-    release : {"pgm", "cliques"}
-        "pgm" (default): a graphical model on the junction tree fitted to
-        all one-way and pairwise estimates (and ``measure_triples``),
-        weighted by inverse variance (:func:`lopub.model.pgm.fit_mrf`); no clique
-        joint is estimated directly.  "cliques": the paper's release, each
-        clique's joint estimated from the reports and calibrated (kept for
-        reproduction).
-    structure : {"auto", "phi", "tree"}
-        Edge rule (:func:`lopub.dependency.structure.structure_graph`):
-        noise-aware test (default), the paper's MI >= tau(phi), or a
-        Chow-Liu tree.  ``prune`` and ``model_phi`` are options of "phi":
-        with them, "auto" means "phi".
-    prune : bool
-        Entropy-based pruning (Alg. 5) instead of testing all pairs.
-    clique_budget : int, optional
-        Largest clique in cells; bigger cliques are split by dropping the
-        weakest edges (:func:`lopub.dependency.budgeted_junction_tree`).
-        Default :func:`default_clique_budget`: 50,000 for release "cliques";
-        for "pgm" one cell per 10 users, between 50,000 and 200,000.
-        Checked before any estimation against what the release can handle
-        (the model fit's or the estimator's memory).
-    heuristic : {"min-fill", "min-size"}
     progress : callable(stage, done, total), optional
     estimator : object, optional
         Any source with ``.marginal(attrs)`` (an ``Estimator`` session, a
         :class:`MarginalCache`, a Dataset for exact marginals in tests...).
-    estimator_options, prune_options, structure_options : mapping, optional
-        Passed to ``Estimator``, to Alg. 5, to the structure rule.  With
-        release "pgm" and structure "auto" the model is built on the same
-        rule's graph with a model-size bound of at least
-        ``PGM_MODEL_CELLS * clique_budget`` (:func:`model_structure_options`);
-        the reported graph keeps the bound from N and the noise.
-    model_phi : float in (0, 1], optional
-        Structure "phi": build the junction tree on the MI graph at this
-        dependency degree instead of ``phi`` (the reported graph stays at ``phi``).
-    measure_triples : bool or int
-        Release "pgm": also measure three-way marginals inside the cliques
-        (triangles of graph edges; an int caps their number).
-    fit_options : mapping, optional
-        Passed to :func:`lopub.model.pgm.fit_mrf` (``tol``, ``max_iter``,
-        ``accelerate``); ``memory_budget`` (bytes) bounds the model fit.
     warn : bool
         ``UserWarning`` when edges are dropped for the clique budget (always
         listed in ``report.dropped_edges``).
+
+    Notes
+    -----
+    The options (fields of :class:`~lopub.pipeline.options.FitOptions`):
+
+    * ``phi`` (float in (0, 1])
+      Dependency degree (Eq. 26) of structure "phi"; also the pruning share
+      with ``prune``.  Recorded for the other structures (plots, ``at_phi``).
+    * ``method`` ({"em", "lasso", "moment", "hybrid", "hybrid-lasso"})
+      Estimator of every marginal (ignored when ``estimator`` is given).
+    * ``release`` ({"pgm", "cliques"})
+      "pgm" (default): a graphical model on the junction tree fitted to
+      all one-way and pairwise estimates (and ``measure_triples``),
+      weighted by inverse variance (:func:`lopub.model.pgm.fit_mrf`); no clique
+      joint is estimated directly.  "cliques": the paper's release, each
+      clique's joint estimated from the reports and calibrated (kept for
+      reproduction).
+    * ``structure`` ({"auto", "phi", "tree"})
+      Edge rule (:func:`lopub.dependency.structure.structure_graph`):
+      noise-aware test (default), the paper's MI >= tau(phi), or a
+      Chow-Liu tree.  ``prune`` and ``model_phi`` are options of "phi":
+      with them, "auto" means "phi".
+    * ``prune`` (bool)
+      Entropy-based pruning (Alg. 5) instead of testing all pairs.
+    * ``clique_budget`` (int, optional)
+      Largest clique in cells; bigger cliques are split by dropping the
+      weakest edges (:func:`lopub.dependency.budgeted_junction_tree`).
+      Default :func:`default_clique_budget`: 50,000 for release "cliques";
+      for "pgm" one cell per 10 users, between 50,000 and 200,000.
+      Checked before any estimation against what the release can handle
+      (the model fit's or the estimator's memory).
+    * ``heuristic`` ({"min-fill", "min-size"})
+    * ``estimator_options, prune_options, structure_options`` (mapping, optional)
+      Passed to ``Estimator``, to Alg. 5, to the structure rule.  With
+      release "pgm" and structure "auto" the model is built on the same
+      rule's graph with a model-size bound of at least
+      ``PGM_MODEL_CELLS * clique_budget`` (:func:`model_structure_options`);
+      the reported graph keeps the bound from N and the noise.
+    * ``model_phi`` (float in (0, 1], optional)
+      Structure "phi": build the junction tree on the MI graph at this
+      dependency degree instead of ``phi`` (the reported graph stays at ``phi``).
+    * ``measure_triples`` (bool or int)
+      Release "pgm": also measure three-way marginals inside the cliques
+      (triangles of graph edges; an int caps their number).
+    * ``fit_options`` (mapping, optional)
+      Passed to :func:`lopub.model.pgm.fit_mrf` (``tol``, ``max_iter``,
+      ``accelerate``); ``memory_budget`` (bytes) bounds the model fit.
 
     Returns
     -------
