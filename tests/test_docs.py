@@ -10,7 +10,6 @@ import importlib
 import pkgutil
 import re
 import importlib.util
-import shutil
 import subprocess
 import sys
 from pathlib import Path
