@@ -16,7 +16,7 @@ import numpy as np
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.reports import MarginalReports
 from lopub.data.domain import Domain
-from lopub.estimate.measurement import Measurement, check_measurements
+from lopub.estimate.measurement import Measurement, check_measurements, combine  # noqa: F401 (re-exported)
 
 
 class NotMeasuredError(KeyError, ValueError):
@@ -75,32 +75,6 @@ def measure_marginals(reports: MarginalReports, *, plan: MarginalPlan | None = N
                         "subsets); use a plan with fewer subsets or collect more users")
     ms = [_measure_group(plan, i, rep, reports.n, postprocess) for i, rep in enumerate(reports.groups)]
     return MarginalSource(plan.domain, ms, n=reports.n)
-
-
-def combine(measurements: Sequence[Measurement]) -> Measurement:
-    """Inverse-variance weighted mean of measurements over the same attributes (same order).
-
-    Each measurement gets the scalar weight ``1 / sigma2`` (its mean cell
-    variance), so the result of distributions is a distribution; the
-    per-cell variance is ``sum_i w_i^2 var_i`` with normalized weights
-    (independent groups of users).
-    """
-    if len(measurements) == 1:
-        return measurements[0]
-    s2 = np.array([m.sigma2 for m in measurements])
-    zero = s2 <= 0
-    w = zero.astype(float) if zero.any() else 1.0 / s2
-    w = w / w.sum()
-    values = sum(wi * m.values for wi, m in zip(w, measurements))
-    raw = sum(wi * m.estimate for wi, m in zip(w, measurements))
-    var = sum(wi ** 2 * m.variance for wi, m in zip(w, measurements))
-    first = measurements[0]
-    prov = dict(first.provenance)
-    prov["combined"] = [m.provenance.get("projected_from", list(m.attrs)) for m in measurements]
-    prov["variance"] = "inverse-variance weighted mean of independent measurements"
-    n = sum(int(m.n or 0) for m in measurements)
-    return Measurement(first.domain, values, n, {"combined": len(measurements)}, variance=var,
-                       provenance=prov, raw=raw)
 
 
 class MarginalSource:

@@ -54,6 +54,10 @@ class FitOptions:
         Structure "phi": the junction tree's own dependency degree.
     measure_triples : bool or int >= 0
         Release "pgm": also measure three-way marginals inside cliques (an int caps them).
+    shrink : bool
+        Release "pgm": empirical-Bayes shrinkage priors in the model fit (one-way
+        tables towards uniform, measured pairs towards independence, each by
+        what its own noise cannot explain; :mod:`lopub.model.pgm.shrink`).
     estimator_options, prune_options, structure_options : mapping
         Passed to the estimator, to Alg. 5, to the structure rule.
     fit_options : mapping
@@ -70,6 +74,7 @@ class FitOptions:
     heuristic: str = "min-fill"
     model_phi: float | None = None
     measure_triples: bool | int = False
+    shrink: bool = True
     estimator_options: Mapping[str, Any] = field(default_factory=dict)
     prune_options: Mapping[str, Any] = field(default_factory=dict)
     structure_options: Mapping[str, Any] = field(default_factory=dict)
@@ -84,8 +89,9 @@ class FitOptions:
             value = getattr(self, name)
             if not isinstance(value, str) or value not in allowed:
                 raise ValueError(f"{name} ({value!r}) must be one of {tuple(allowed)}")
-        if not isinstance(self.prune, bool):
-            raise TypeError(f"prune ({self.prune!r}) must be True or False")
+        for name in ("prune", "shrink"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} ({getattr(self, name)!r}) must be True or False")
         if self.structure == "tree" and (self.prune or self.model_phi is not None):
             raise ValueError(f"prune ({self.prune}) and model_phi ({self.model_phi}) are options of "
                              f"structure 'phi'; expected structure='phi' (or 'auto') with them, not 'tree'")

@@ -23,6 +23,7 @@ import time
 from typing import Any, Mapping
 
 import networkx as nx
+import numpy as np
 
 from lopub._util import check_int
 from lopub.dependency import MarginalCache, budgeted_junction_tree
@@ -38,6 +39,7 @@ from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
 from lopub.model.pgm.fit import BYTES_PER_CELL
 from lopub.model.pgm.measure import outside_measurements, release_measurements
 from lopub.model.pgm.relaxed import derived, regions
+from lopub.model.pgm.shrink import shrinkage_priors
 from lopub.pipeline.options import MRF_OPTIONS, RELEASES, FitOptions  # noqa: F401  (RELEASES re-exported)
 from lopub.progress import Progress
 
@@ -251,7 +253,7 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
     t1 = time.perf_counter()
     build = _release_pgm if release == "pgm" else _release_cliques
     model, extra = build(cache, jt, dg, n=n, triples=o.measure_triples, fit_options=fit_options,
-                         progress=progress)
+                         progress=progress, shrink=o.shrink)
     secs.update(extra.pop("seconds"), estimation=cache.seconds, total=time.perf_counter() - t0)
     secs["release"] = time.perf_counter() - t1
     report = _report(cache, reports, dg, jt, dropped, model, dict(
@@ -320,7 +322,7 @@ def _check_capacity(cache: MarginalCache, clique_budget: int, release: str, memo
     # after the graph and before the first clique estimation (_release_cliques)
 
 
-def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[Model, dict]:
+def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress, shrink) -> tuple[Model, dict]:
     """Release "pgm": every measurement kept, graphical model fitted to them.
 
     Measurements inside the junction tree's cliques are fitted exactly;
@@ -337,7 +339,9 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[M
     if progress is not None:
         progress("model fit", 0, 1)
     n = n if n is not None else next((m.n for m in ms if m.n is not None), None)
-    mrf: MRFFit = fit_mrf(cache.domain, jt, ms + derived(outside, jt.cliques), n=n, **opts)
+    fitted = ms + derived(outside, jt.cliques)
+    priors = shrinkage_priors(fitted) if shrink else []
+    mrf: MRFFit = fit_mrf(cache.domain, jt, fitted, n=n, priors=priors, **opts)
     model = mrf.to_model(n=n, graph=dg)
     if outside:
         tables = regions(outside, model.project, jt.cliques, cache.domain)
@@ -348,7 +352,9 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[M
     notes = [] if mrf.converged else [(
         f"model fit did not converge (stopped: {mrf.stop}, {mrf.iterations} iterations, certified gap "
         f"{gap}); raise fit_options['max_iter'] or check the measurements' variances")]
+    lams = [p.provenance["shrinkage"] for p in priors]
     summary = dict(mrf.summary(), regions=len(outside), initial_loss=float(mrf.losses[0]) if mrf.losses else None,
+                   shrinkage=float(np.mean(lams)) if lams else None,
                    inference="exact" if not outside else "exact tree + relaxed regions")
     extra = {"measurements": [list(m.attrs) for m in ms + outside], "model_fit": summary,
              "warnings": notes,
@@ -356,8 +362,8 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[M
     return model, extra
 
 
-def _release_cliques(cache, jt, dg, *, n, triples, fit_options, progress) -> tuple[Model, dict]:
-    """Release "cliques" (the paper's): each clique's joint estimated, then calibrated."""
+def _release_cliques(cache, jt, dg, *, n, triples, fit_options, progress, shrink) -> tuple[Model, dict]:
+    """Release "cliques" (the paper's): each clique's joint estimated, then calibrated (no ``shrink``)."""
     t0 = time.perf_counter()
     cliques = [list(c) for c in jt.cliques]
     check: Any = getattr(cache.source, "check", None)  # a MarginalEstimator's exact budget check

@@ -161,7 +161,8 @@ def fit_bytes(domain: Domain, tree: JunctionTree) -> int:
 def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measurement], *,
             tol: float = DEFAULT_TOL, max_iter: int = DEFAULT_MAX_ITER,
             warm_start: "MRFFit | Sequence[np.ndarray] | None" = None,
-            accelerate: bool = True, n: int | None = None) -> MRFFit:
+            accelerate: bool = True, n: int | None = None,
+            priors: Sequence[Measurement] = ()) -> MRFFit:
     """Clique potentials whose marginals best match ``measurements`` (weighted least squares).
 
     Minimises ``L(mu) = sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)`` over the
@@ -190,6 +191,9 @@ def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measureme
         gives plain mirror descent.  Both never increase the loss.
     n : int, optional
         Record count attached to the returned marginals.
+    priors : sequence of Measurement
+        Prior terms (:mod:`lopub.model.pgm.shrink`) fitted like measurements
+        but left out of the goodness-of-fit statistic ``chi2``/``dof``.
 
     Returns
     -------
@@ -212,7 +216,9 @@ def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measureme
     max_iter = check_int("max_iter", max_iter, 1)
     t0 = time.perf_counter()
     ct = CliqueTree(domain, tree)
-    terms = place(measurements, domain, ct.cliques)
+    measurements = list(measurements)
+    terms = place(measurements + list(priors), domain, ct.cliques)
+    measured = [t for t in terms if t.index < len(measurements)]
     theta = _start(warm_start, ct.shapes)
     point, losses, stop = _descend(ct, terms, theta, tol, max_iter, accelerate)
     gap = frank_wolfe_gap(ct, point) if any(not t.exact for t in terms) else None
@@ -225,8 +231,8 @@ def fit_mrf(domain: Domain, tree: JunctionTree, measurements: Sequence[Measureme
     marginals = [Marginal(domain.project(list(c)), p, n, {"method": "pgm"})
                  for c, p in zip(ct.cliques, point.mu)]
     return MRFFit(domain, tree, point.theta, marginals, point.loss, len(losses) - 1, converged,
-                  time.perf_counter() - t0, losses, chi2=chi2_statistic(point.mu, terms),
-                  dof=chi2_dof(terms, domain, ct.cliques), gap=gap, stop=stop, constraints=len(exact),
+                  time.perf_counter() - t0, losses, chi2=chi2_statistic(point.mu, measured),
+                  dof=chi2_dof(measured, domain, ct.cliques), gap=gap, stop=stop, constraints=len(exact),
                   constraint_violation=_violation(point.mu, exact))
 
 

@@ -1,0 +1,125 @@
+"""lopub.model.pgm.shrink: empirical-Bayes priors on the one-way tables of the model fit."""
+import warnings
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
+from lopub.dependency import junction_tree
+from lopub.estimate.measurement import Measurement
+from lopub.model.pgm import fit_mrf
+from lopub.model.pgm.shrink import PRIOR, TAU_FLOOR, pooled_one_way, prior_variance, shrinkage_priors
+
+K, D = 4, 12
+DOM = Domain.from_categories({f"x{i}": "0123" for i in range(D)})
+
+
+def no_edges():
+    g = nx.Graph()
+    g.add_nodes_from(DOM.attrs)
+    return junction_tree(g, DOM)
+
+
+def one_way(p, sigma, rng):
+    """One-way measurements of the rows of ``p`` with per-cell noise variance sigma^2 (sum-zero noise)."""
+    out = []
+    for a, t in zip(DOM.attrs, p):
+        z = rng.normal(0.0, sigma, K)
+        z = (z - z.mean()) * np.sqrt(K / (K - 1))
+        out.append(Measurement(DOM.project([a]), t + z, 100, variance=sigma ** 2))
+    return out
+
+
+def fitted_one_way(fit):
+    return np.array([m.values for m in fit.marginals])
+
+
+def test_prior_variance_is_the_pooled_excess_spread_over_the_noise():
+    rng = np.random.default_rng(0)
+    ms = one_way(rng.dirichlet(np.ones(K), D), 0.05, rng)
+    one = pooled_one_way(ms)
+    dev = sum(np.sum((m.values - 1 / K) ** 2) for m in ms)
+    want = max(dev - D * K * 0.05 ** 2, 0.0) / (D * K)
+    assert prior_variance(one) == pytest.approx(want, rel=1e-12)
+    priors = shrinkage_priors(ms)
+    assert len(priors) == D and all(p.provenance["prior"] == PRIOR for p in priors)
+    for p in priors:
+        assert np.allclose(p.values, 1 / K)
+        assert p.variance.ravel()[0] == pytest.approx(max(want, TAU_FLOOR * 0.05 ** 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tables_that_are_pure_noise_are_pulled_to_uniform(seed):
+    # truth uniform, noise sd 0.1 per cell: tau^2 is at most a fraction of sigma^2 (its
+    # estimate has relative sd sqrt(2 / 36) of the noise), so lambda <= ~0.4 and the fit
+    # lies at most lambda ||r - u|| from uniform; the plain fit is the simplex projection
+    # of r, about ||r - u|| away (u sits 2.5 sd inside the simplex).
+    rng = np.random.default_rng(seed)
+    ms = one_way(np.full((D, K), 1 / K), 0.1, rng)
+    tree = no_edges()
+    plain = fitted_one_way(fit_mrf(DOM, tree, ms, tol=1e-10))
+    shrunk = fit_mrf(DOM, tree, ms, tol=1e-10, priors=shrinkage_priors(ms))
+    d_plain = np.linalg.norm(plain - 1 / K)
+    d_shrunk = np.linalg.norm(fitted_one_way(shrunk) - 1 / K)
+    assert d_shrunk <= 0.6 * d_plain
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tables_clear_of_their_noise_are_kept(seed):
+    rng = np.random.default_rng(seed)
+    p = 0.9 * rng.dirichlet(np.full(K, 0.5), D) + 0.1 / K
+    sigma = 1e-3
+    ms = one_way(p, sigma, rng)
+    priors = shrinkage_priors(ms)
+    assert min(pr.provenance["shrinkage"] for pr in priors) > 0.99
+    tree = no_edges()
+    plain = fitted_one_way(fit_mrf(DOM, tree, ms, tol=1e-12))
+    shrunk = fitted_one_way(fit_mrf(DOM, tree, ms, tol=1e-12, priors=priors))
+    # the posterior mean moves each cell by (1 - lambda) |r - u| <= 0.01 * 1
+    assert np.max(np.abs(shrunk - plain)) <= 0.01
+
+
+def test_goodness_of_fit_counts_the_measurements_only():
+    rng = np.random.default_rng(3)
+    sigma = 0.05
+    ms = one_way(np.full((D, K), 1 / K), sigma, rng)
+    tree = no_edges()
+    plain = fit_mrf(DOM, tree, ms, tol=1e-10)
+    shrunk = fit_mrf(DOM, tree, ms, tol=1e-10, priors=shrinkage_priors(ms))
+    assert shrunk.dof == plain.dof
+    mu = fitted_one_way(shrunk)
+    r = np.array([m.values for m in ms]) - mu
+    r = r - r.mean(axis=1, keepdims=True)
+    chi2 = float(np.sum(r ** 2)) * (K - 1) / K / sigma ** 2
+    assert shrunk.chi2 == pytest.approx(chi2, rel=1e-6)
+
+
+def balanced(n, d, seed):
+    """n records of d independent columns, each with exactly uniform counts (truth: uniform one-ways)."""
+    rng = np.random.default_rng(seed)
+    cols = {f"c{i}": rng.permutation(np.arange(n) % K).astype(str) for i in range(d)}
+    return Dataset.from_pandas(pd.DataFrame(cols),
+                                  Domain.from_categories({f"c{i}": "0123" for i in range(d)}))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_shrinks_a_noise_dominated_release_by_default(seed):
+    # 200 records, 10 columns, epsilon 1, one attribute per user: 20 users per table, whose
+    # plain fit is a few spikes (mean one-way TVD about 0.5) where uniform is exact
+    from lopub.collect import collect
+    from lopub.pipeline.steps import fit
+
+    data = balanced(200, 10, seed)
+    reports, _ = collect(data, 1.0, protocol="one-attribute", rng=seed)
+    out = {}
+    for shrink in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a release of pure noise may be flagged; not what is tested
+            res = fit(reports, shrink=shrink)
+        out[shrink] = np.mean([0.5 * np.abs(res.model.project([a]).values - 1 / K).sum() for a in data.domain.attrs])
+        summary = res.report.to_dict()["model_fit"]
+        assert (summary["shrinkage"] is None) == (not shrink)
+    assert out[True] < 0.5 * out[False]
