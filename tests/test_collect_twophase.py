@@ -80,7 +80,25 @@ def test_screen_profile_reads_the_screen_tables(phases):
     a, b = tp.screen.subsets[0]
     tab = source.marginal([a, b]).values
     np.testing.assert_allclose(prof.probs((a, b)), np.clip(tab, 0, None).ravel())
-    np.testing.assert_allclose(prof.bias(a, b), prof.probs((a, b)) - np.outer(prof.probs((a,)), prof.probs((b,))).ravel())
+    raw = prof.probs((a, b)) - np.outer(prof.probs((a,)), prof.probs((b,))).ravel()
+    # the screen's bias shrunk by its positive-part James-Stein factor (noise of the pair table)
+    lam = max(0.0, 1.0 - float(np.sum(source.marginal([a, b]).variance)) / float(raw @ raw))
+    np.testing.assert_allclose(prof.bias(a, b), lam * raw)
+
+
+def test_screen_profile_shrinks_a_pure_noise_bias_to_nothing():
+    # two independent uniform binary attributes, a noisy screen: the raw bias is noise
+    from lopub.collect.server import MarginalSource
+    from lopub.estimate.measurement import Measurement
+
+    dom = Domain.from_categories({"a": "01", "b": "01"})
+    table = np.array([[0.27, 0.23], [0.23, 0.27]])  # bias 0.02 per cell, noise sd 0.05 per cell
+    m = Measurement(dom, table, 100, variance=0.05 ** 2, raw=table)
+    prof = ScreenProfile(dom, MarginalSource(dom, [m], n=100))
+    assert np.all(prof.bias("a", "b") == 0.0)
+    m = Measurement(dom, table, 100, variance=0.001 ** 2, raw=table)  # clear of its noise: kept
+    prof = ScreenProfile(dom, MarginalSource(dom, [m], n=100))
+    np.testing.assert_allclose(prof.bias("a", "b"), 0.02 * np.array([1, -1, -1, 1]), rtol=0.01)
 
 
 def test_merged_measurements_are_unbiased_with_the_analytic_variance(data, phases):
