@@ -169,15 +169,20 @@ class Model:
                         {"method": "model", "answer": "inference"})
 
     def _region(self, attrs: list[str]) -> Marginal | None:
-        """Answer from a fitted region table (``meta["regions"]``: measured sets in no clique)."""
-        for r in self.meta.get("regions", ()):
-            if set(attrs) <= set(r["attrs"]):
-                sub = self.domain.project(list(r["attrs"]))
-                table = Marginal(sub, np.asarray(r["p"], dtype=float).reshape(sub.sizes), self.n)
-                out = table.project(attrs)
-                return Marginal(out.domain, out.values, self.n,
-                                {"method": "model", "answer": "region", "region": list(r["attrs"])})
-        return None
+        """Answer from a fitted region table (``meta["regions"]``: measured sets in no clique).
+
+        The smallest region holding ``attrs`` answers (its table pools the
+        measurements of every larger region holding it, :func:`lopub.model.pgm.relaxed.regions`).
+        """
+        holders = [r for r in self.meta.get("regions", ()) if set(attrs) <= set(r["attrs"])]
+        if not holders:
+            return None
+        r = min(holders, key=lambda r: self.domain.cells(list(r["attrs"])))  # first of the smallest
+        sub = self.domain.project(list(r["attrs"]))
+        table = Marginal(sub, np.asarray(r["p"], dtype=float).reshape(sub.sizes), self.n)
+        out = table.project(attrs)
+        return Marginal(out.domain, out.values, self.n,
+                        {"method": "model", "answer": "region", "region": list(r["attrs"])})
 
     marginal = project
 

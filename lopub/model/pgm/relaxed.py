@@ -128,6 +128,11 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
             cliques: Sequence[Sequence[str]], domain: Domain, *, shrink: bool = True) -> list[Marginal]:
     """Fitted region tables of the outside measurements (one per distinct attribute set).
 
+    Each set's table is fitted to the inverse-variance pool of its own
+    measurements and the projections of every outside measurement of a
+    superset (a projection carries its cells' summed variances:
+    conservative), so no measurement of the set is left out of its answer.
+
     With ``shrink`` (default) each region's interaction -- its consistent
     table minus the tree model's answer for the same set, which has the same
     margins -- is shrunk by the empirical-Bayes factor
@@ -144,7 +149,10 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
     """
     pooled = []
     for key in dict.fromkeys(frozenset(m.attrs) for m in outside):
+        # the set's own measurements first, then the projections of every outside superset:
+        # a pair measured by a few users and inside a triple measured by many gets both
         same = [x for x in outside if frozenset(x.attrs) == key]
+        same += [x for x in outside if key < frozenset(x.attrs)]
         pooled.append(_pool(same) if len(same) > 1 else same[0])
     fits = [region_table(m, lambda s: model_project(s).values, cliques) for m in pooled]
     base = [model_project(list(m.attrs)).values for m in pooled]
