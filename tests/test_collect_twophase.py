@@ -155,7 +155,7 @@ def test_merge_reports_bad_input(data, phases):
         merge_reports(screen, other)
 
 
-def test_planner_uses_two_phase_where_the_uniform_rule_cuts_pairs_above_the_smallest():
+def test_planner_uses_two_phase_where_the_uniform_rule_measures_more_than_the_smallest_pairs():
     dom = domain([2, 5, 4, 9, 3, 16, 2, 6])
     smallest = min(dom.cells(p) for p in itertools.combinations(dom.attrs, 2))
     seen = set()
@@ -167,7 +167,7 @@ def test_planner_uses_two_phase_where_the_uniform_rule_cuts_pairs_above_the_smal
         # ... and only where the screen's groups get their minimum (lopub.collect.groups)
         screen = [tuple(p) for p in itertools.combinations(dom.attrs, 2)]
         fillable = not shortfall(dom, int(round(n * DEFAULT_SCREEN_SHARE)), eps, screen)
-        want = (cut or rule == "pairs") and fillable
+        want = (cut or rule in ("pairs", "triples")) and fillable
         assert (report.two_phase is not None) == want, (n, eps, name)
         opt = report.option("marginals")
         assert opt.params["strategy"] == ("two-phase" if want else name)

@@ -31,9 +31,9 @@
 ``marginals``
     Marginal sampling with the plan of :func:`~lopub.collect.adaptive.plan_marginals`
     (``strategy="auto"``), cost model of :mod:`lopub.collect.adaptive`.
-    Where that rule measures more than the smallest pairs but not a triple
-    cover -- a cut "pairs up to L cells" above the smallest L, or all pairs
-    (mid epsilon for the N at hand) -- the option is the **two-phase** plan
+    Where that rule measures more than the smallest pairs -- a cut "pairs
+    up to L cells" above the smallest L, all pairs or a triple cover -- the
+    option is the **two-phase** plan
     (:class:`~lopub.collect.twophase.TwoPhasePlan`, a share
     :data:`~lopub.collect.twophase.DEFAULT_SCREEN_SHARE` of the users screens
     all pairs, the rest measure the plan chosen from the screen's tables),
@@ -44,9 +44,16 @@
     (Adult, the embedded data and 10^6 Adult records at epsilon 4: the
     uniform rule's cut lost to measuring all pairs by 3-28 %; with the true
     tables the same cost model picks all or nearly all pairs); the screen
-    supplies those tables.  At the smallest
-    budgets (one-way tables, the smallest pairs) and at large ones (triples)
-    the uniform rule's choice was the measured best and stays single-phase.
+    supplies those tables.  The same holds where the uniform rule picks a
+    triple cover: its prior dependence (0.1) overstates weakly dependent data,
+    where the screen picks pairs or one-way tables (retail top-20 items at
+    epsilon 1 and 2: mean 2-way TVD 0.033 and 0.015 with the single-phase
+    triples, 0.022 and 0.011 two-phase; where triples are right the screen
+    picks them and costs 0-12 %: bn-survey, bn-asia, bn-sachs and retail at
+    epsilon 4 and 8, 50,000 records, 3 seeds; docs/BENCHMARKS.md
+    "Shrinkage").  At the smallest budgets (one-way tables, the smallest
+    pairs) the uniform rule's choice was the measured best and stays
+    single-phase.
     The option's ``predicted_tvd`` is then the uniform rule's prediction (the
     main plan is only known after the screen).
 
@@ -274,10 +281,11 @@ def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | Non
     from lopub.collect.twophase import TwoPhasePlan
 
     rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
-    if len(domain) < 3 or len(domain) > MAX_SCREEN_ATTRS or not (rule == "pairs" or rule.startswith("pairs<=")):
+    if len(domain) < 3 or len(domain) > MAX_SCREEN_ATTRS or not (rule in ("pairs", "triples")
+                                                                 or rule.startswith("pairs<=")):
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
-    if rule != "pairs" and int(rule[len("pairs<="):]) <= smallest:
+    if rule.startswith("pairs<=") and int(rule[len("pairs<="):]) <= smallest:
         return None
     try:
         return TwoPhasePlan.build(domain, n, epsilon, screen_share=DEFAULT_SCREEN_SHARE, key=key)
