@@ -186,5 +186,11 @@ def test_collect_auto_runs_both_phases(data):
     assert isinstance(reports, MarginalReports) and reports.n == data.n
     screened = set(report.two_phase.screen.subsets)
     assert screened <= set(reports.plan.subsets)  # the screen's pairs are all in the merged plan
+    opt = rep2.option("marginals")  # predicted from the screen's tables now, for every candidate
+    preds = opt.params["screen_predictions"]
+    assert len(preds) >= 2 and all(0.0 <= v <= 1.0 for v in preds.values())
+    assert opt.params["main"] in preds and opt.predicted_tvd == min(preds.values())
+    assert rep2.recommended == report.recommended
+    assert report.option("marginals").params.get("screen_predictions") is None  # the plan-time report is unchanged
     again, _ = collect(data, 2.0, protocol="marginals", rng=3)
     assert again.plan_id == reports.plan_id and np.array_equal(again.subset, reports.subset)

@@ -55,7 +55,9 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         one-attribute; a two-phase plan's two phases merged into one,
         :func:`~lopub.collect.twophase.merge_reports`) or :class:`lopub.reports.bloom.Reports` (bloom), and the
         planner's report (its ``warning`` is set above epsilon 10; its
-        ``notes`` give the plan-time group-size checks).
+        ``notes`` give the plan-time group-size checks; after a two-phase
+        collection its ``marginals`` option carries the screen's predictions,
+        :meth:`~lopub.collect.planner.PlanReport.after_screen`).
 
     Raises
     ------
@@ -78,7 +80,9 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     if choice == "marginals" and report.two_phase is not None:
         from lopub.collect.twophase import collect_two_phase, merge_reports
 
-        return merge_reports(*collect_two_phase(dataset, report.two_phase, rng=rng)), report
+        predictions: dict[str, float] = {}
+        screen, main = collect_two_phase(dataset, report.two_phase, rng=rng, predictions=predictions)
+        return merge_reports(screen, main), report.after_screen(predictions)
     if choice == "marginals":
         if report.marginal_plan is None:
             raise ValueError(f"protocol 'marginals' has no plan at n ({dataset.n}) and epsilon "

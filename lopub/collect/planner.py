@@ -88,6 +88,7 @@ small test cases for marginal sampling and one attribute per user, within
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -174,6 +175,23 @@ class PlanReport:
         if protocol in self.refused:
             raise PlanError(f"protocol {protocol!r} is not possible here: {self.refused[protocol]}")
         raise PlanError(f"protocol ({protocol!r}) must be one of {[o.protocol for o in self.options]}")
+
+    def after_screen(self, predictions: dict[str, float]) -> "PlanReport":
+        """This report with the ``marginals`` option predicted from a two-phase screen.
+
+        ``predictions`` maps each main-phase candidate to its predicted mean
+        2-way TVD from the screen's tables (:meth:`~lopub.collect.twophase.TwoPhasePlan.select`);
+        the option's ``predicted_tvd`` becomes the chosen (lowest) one,
+        ``params["screen_predictions"]`` keeps them all and ``params["main"]``
+        names the choice.  The recommendation is unchanged.
+        """
+        if not predictions:
+            return self
+        main = min(predictions, key=lambda k: predictions[k])
+        opts = tuple(dataclasses.replace(o, predicted_tvd=predictions[main], params={
+            **o.params, "main": main, "screen_predictions": dict(predictions)}) if o.protocol == "marginals" else o
+            for o in self.options)
+        return dataclasses.replace(self, options=opts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "epsilon_per_record": self.epsilon,

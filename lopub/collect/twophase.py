@@ -144,15 +144,22 @@ class TwoPhasePlan:
             out["one-way"] = [(a,) for a in domain.attrs]
         return out
 
-    def select(self, screen_source: Any) -> MarginalPlan:
-        """Main-phase plan from the screen's measurements (module docstring, step 2)."""
+    def select(self, screen_source: Any, predictions: dict[str, float] | None = None) -> MarginalPlan:
+        """Main-phase plan from the screen's measurements (module docstring, step 2).
+
+        ``predictions``, when given, receives every candidate's predicted
+        mean 2-way TVD of the release (both phases), computed from the
+        screen's tables: the data-driven predictions of the plan.
+        """
         plan = self.screen
         profile = ScreenProfile(plan.domain, screen_source)
         screen = [(list(plan.subsets), float(self.n_screen))]
         best: tuple[float, list[tuple[str, ...]]] | None = None
-        for subsets in self.main_candidates(screen_source).values():  # ~30 candidate plans
+        for name, subsets in self.main_candidates(screen_source).items():  # ~30 candidate plans
             err = predict_plan_error(plan.domain, self.n_main, plan.epsilon, subsets, prior=profile,
                                      extra_phases=screen)
+            if predictions is not None:
+                predictions[name] = err
             if best is None or err < best[0] - 1e-12:
                 best = (err, subsets)
         if best is None:
@@ -162,9 +169,12 @@ class TwoPhasePlan:
         return MarginalPlan(plan.domain, tuple(subsets), plan.epsilon, key=plan.key)
 
 
-def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Generator | int | None = None
-                      ) -> tuple[Any, Any]:
+def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Generator | int | None = None,
+                      predictions: dict[str, float] | None = None) -> tuple[Any, Any]:
     """Simulate both phases for a data owner: ``(screen_reports, main_reports)``.
+
+    ``predictions`` receives the screen-based predictions of
+    :meth:`TwoPhasePlan.select`.
 
     A random ``plan.n_screen`` of the records report under ``plan.screen``;
     the server selects the main plan from their measurements; the other
@@ -183,7 +193,7 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
     rng = resolve_rng(rng)
     order = rng.permutation(dataset.n)
     screen = collect_records(dataset.subset(order[:plan.n_screen]), plan.screen, rng=rng)
-    main_plan = plan.select(measure_marginals(screen))
+    main_plan = plan.select(measure_marginals(screen), predictions)
     main = collect_records(dataset.subset(order[plan.n_screen:]), main_plan, rng=rng)
     return screen, main
 
