@@ -6,6 +6,15 @@ Because the group is a uniform random share of the ``N`` users, estimating
 the whole population's table adds the sampling term
 ``f (1 - f) (1/n_i - 1/N)`` per cell (as for SMP); the measurement's
 variance is the sum, ``n`` is ``n_i`` and ``meta["n_users"]`` is ``N``.
+
+``f`` is the posterior mean of the cell probabilities under a Dirichlet
+prior centred at the product of the attributes' one-way tables pooled over
+all groups, with as many pseudo-users as the table has cells:
+``f = (n_i f_i + K f_ind) / (n_i + K)``.  A large group's own table wins; a
+small group's plug-in would put 0 variance on its empty cells and make a
+table of 6 users look nearly exact (digits, 64 binary attributes, 1,797
+records, a triple cover at epsilon 8: 6 users per triple, release 0.13 mean
+2-way TVD where epsilon 4 gave 0.08; 0.06 with the prior).
 """
 from __future__ import annotations
 
@@ -19,6 +28,10 @@ from lopub.data.domain import Domain
 from lopub.estimate.measurement import Measurement, check_measurements, combine  # noqa: F401 (re-exported)
 
 
+SAMPLING_NOTE = (" + sampling term f (1 - f) (1/n_i - 1/N), f the group's table smoothed towards the "
+                 "product of the pooled one-way tables (as many pseudo-users as cells)")
+
+
 class NotMeasuredError(KeyError, ValueError):
     """A marginal was asked for attributes that no measured subset contains (a KeyError and a ValueError)."""
 
@@ -27,7 +40,8 @@ class NotMeasuredError(KeyError, ValueError):
 
 
 def _measure_group(plan: MarginalPlan, i: int, reports: Any, n_users: int, postprocess: str
-                   ) -> Measurement:
+                   ) -> tuple[Measurement, np.ndarray]:
+    """Subset ``i``'s measurement with the oracle's variance only, and its cell probabilities."""
     oracle = plan.oracle(i)
     n_i = int(np.asarray(reports).shape[0])
     base = oracle.measure(reports, postprocess=postprocess)
@@ -36,14 +50,22 @@ def _measure_group(plan: MarginalPlan, i: int, reports: Any, n_users: int, postp
     values, raw, var = base.values[:k], base.raw[:k], base.variance[:k]  # k = 1: one padded cell dropped
     if k == 1:
         values, raw, var = np.ones(1), np.ones(1), np.zeros(1)
-    f = np.clip(values, 0.0, 1.0)
-    var = var + f * (1 - f) * (1.0 / n_i - 1.0 / n_users)
     prov = dict(base.provenance)
     prov.update({"protocol": f"marginals/{oracle.name}", "plan_id": plan.plan_id,
-                 "variance": prov.get("variance", "") + " + sampling term f (1 - f) (1/n_i - 1/N)"})
-    return Measurement(sub, values.reshape(sub.sizes), n_i, {"n_users": int(n_users), "subset": i},
-                       variance=np.clip(var, 0.0, None).reshape(sub.sizes), provenance=prov,
-                       raw=raw.reshape(sub.sizes))
+                 "variance": prov.get("variance", "") + SAMPLING_NOTE})
+    m = Measurement(sub, values.reshape(sub.sizes), n_i, {"n_users": int(n_users), "subset": i},
+                    variance=np.clip(var, 0.0, None).reshape(sub.sizes), provenance=prov,
+                    raw=raw.reshape(sub.sizes))
+    return m, np.clip(values, 0.0, 1.0).reshape(sub.sizes)
+
+
+def _with_sampling(m: Measurement, f: np.ndarray, independent: np.ndarray, n_users: int) -> Measurement:
+    """``m`` with the group-sampling term added to its variance (module docstring)."""
+    n_i, k = int(m.n or 1), f.size
+    g = (n_i * f + k * independent) / (n_i + k)
+    var = m.variance + g * (1 - g) * (1.0 / n_i - 1.0 / n_users)
+    return Measurement(m.domain, m.values, m.n, m.meta, variance=np.clip(var, 0.0, None),
+                       provenance=m.provenance, raw=m.raw)
 
 
 def measure_marginals(reports: MarginalReports, *, plan: MarginalPlan | None = None,
@@ -73,7 +95,15 @@ def measure_marginals(reports: MarginalReports, *, plan: MarginalPlan | None = N
     if empty:
         raise PlanError(f"subset(s) {empty} got no users ({reports.n} users for {plan.n_subsets} "
                         "subsets); use a plan with fewer subsets or collect more users")
-    ms = [_measure_group(plan, i, rep, reports.n, postprocess) for i, rep in enumerate(reports.groups)]
+    groups = [_measure_group(plan, i, rep, reports.n, postprocess) for i, rep in enumerate(reports.groups)]
+    one = {a: combine([m.project([a]) for m, _ in groups if a in m.attrs]).values
+           for a in plan.domain.attrs if any(a in m.attrs for m, _ in groups)}
+    ms = []
+    for m, f in groups:  # subsets, not users
+        independent = np.ones(())
+        for a in m.attrs:
+            independent = np.multiply.outer(independent, np.clip(one[a], 0.0, 1.0))
+        ms.append(_with_sampling(m, f, independent, reports.n))
     return MarginalSource(plan.domain, ms, n=reports.n)
 
 
