@@ -30,7 +30,7 @@ import pandas as pd
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # after PYTHONPATH: its lopub wins
 
-from pipelines.bench_budgets import naive_tvd, pair_reports
+from pipelines.harness.methods import naive_tvd, pair_reports
 
 N = 20_000
 
