@@ -1,32 +1,11 @@
-"""lopub vs the reference library multi-freq-ldpy: MSE and time, same data/epsilon/seeds.
+"""lopub vs the reference library multi-freq-ldpy: MSE and time, same data, epsilon and seeds.
 
-Installs nothing.  When ``multi_freq_ldpy`` is importable, runs both on the
-same values (n users, domain k, Zipf-like frequencies) for GRR, OUE, SUE,
-OLH, L-GRR, L-OSUE and ALLOMFREE (single attribute: L-GRR or L-OSUE by the
-variance rule).  Both sides use clip-and-renormalize (the reference's MI
-estimator), so MSE compares like with like.  The reference runs its client
-once per user (Python/numba loop) and its aggregators loop over users.
-
-Times are collection + estimation, averaged over ``--runs``: wall clock
-(``time.perf_counter``) and CPU time of this process (``time.process_time``).
-On a shared machine the CPU time is the fairer figure; the speedup column
-uses it.
-
-``--ref-n 100000,200000`` runs the reference only on those prefixes of the
-data (lopub runs on the same prefixes too, for a like-for-like row), fits
-``time = a + b n`` through the reference's CPU times and prints the
-reference time at the full ``--n`` *extrapolated* from that line (marked
-``ref EXTRAPOLATED``); lopub is still measured at the full ``--n``.  Use it when the
-reference is too slow at full size (its OLH aggregation hashes every
-(user, value) pair in Python).
-
-The reference's unary clients are numba-jitted: numba keeps its own random
-state, which ``np.random.seed`` called from Python does not touch, so the
-script seeds both states (see ``_seed_reference``).
-
-    python pipelines/bench_vs_multifreq.py --n 100000 --k 20 --eps 1 --runs 5
-    python pipelines/bench_vs_multifreq.py --n 1000000 --k 100 --eps 1 --runs 3 --protocols l-grr,l-osue,allomfree
-    python pipelines/bench_vs_multifreq.py --n 1000000 --k 100 --eps 1 --runs 3 --protocols olh --ref-n 100000,200000
+Installs nothing: the reference runs when ``multi_freq_ldpy`` is importable (a private venv).  Both
+sides use clip-and-renormalize; times are collection + estimation averaged over ``--runs``, wall and
+CPU of this process (the speed-up uses CPU).  ``--ref-n 100000,200000`` times the reference on those
+prefixes only and extrapolates linearly to ``--n`` (marked EXTRAPOLATED).  The reference's numba
+clients keep their own random state: both states are seeded (``_seed_reference``).  Commands and
+figures: docs/bench_oracles.md.
 """
 from __future__ import annotations
 
