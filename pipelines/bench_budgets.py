@@ -26,18 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from pipelines.harness import datasets
 from pipelines.harness import methods as hm
-from pipelines.harness.methods import (  # noqa: F401  (re-exported)
-    BLOOM_HS,
-    BLOOM_METHODS,
-    DELTA,
-    ROUNDS,
-    consistent_pairs,
-    fit_model,
-    naive_tvd,
-    planned_release,
-    score,
-    zcdp_rho,
-)
+from pipelines.harness.methods import fit_model, planned_release, score
 
 OWN = ("marginals", "one-attribute", "bloom")
 #: the issue's LDP baselines (the targets are stated against these)
