@@ -231,6 +231,24 @@ def true_independence(data) -> float:
     return float(np.mean(vals))
 
 
+#: every method by name, with its role in the tables
+METHODS = {
+    "planned": planned,
+    "marginals": own_protocol("marginals"),
+    "one-attribute-own": own_protocol("one-attribute"),
+    "bloom-own": own_protocol("bloom"),
+    "one-attribute": one_attribute,
+    "pairs-naive": pairs_naive,
+    "pairs-fitted": pairs_fitted,
+    "bloom-best-h": bloom_best_h,
+    "central": central,
+    "central-tables": central_tables,
+}
+ROLES = {"planned": "lopub", "marginals": "lopub", "one-attribute-own": "lopub", "bloom-own": "lopub",
+         "one-attribute": "baseline", "pairs-naive": "baseline", "pairs-fitted": "baseline",
+         "bloom-best-h": "baseline", "central": "reference", "central-tables": "reference"}
+
+
 def pairs_model(data, eps: float, seed: int) -> dict:
     """All pairs, one per user: the fitted model, its synthetic release and the naive tables, with the fit's
     convergence fields (``fit``'s defaults and warnings)."""
@@ -252,21 +270,5 @@ def pairs_model(data, eps: float, seed: int) -> dict:
             "regions": mf.get("regions", 0)}
 
 
-#: every method by name, with its role in the tables
-METHODS = {
-    "planned": planned,
-    "marginals": own_protocol("marginals"),
-    "one-attribute-own": own_protocol("one-attribute"),
-    "bloom-own": own_protocol("bloom"),
-    "one-attribute": one_attribute,
-    "pairs-naive": pairs_naive,
-    "pairs-fitted": pairs_fitted,
-    "bloom-best-h": bloom_best_h,
-    "central": central,
-    "central-tables": central_tables,
-    "pairs-model": pairs_model,
-}
-ROLES = {"planned": "lopub", "marginals": "lopub", "one-attribute-own": "lopub", "bloom-own": "lopub",
-         "one-attribute": "baseline", "pairs-naive": "baseline", "pairs-fitted": "baseline",
-         "bloom-best-h": "baseline", "central": "reference", "central-tables": "reference",
-         "pairs-model": "lopub"}
+METHODS["pairs-model"] = pairs_model
+ROLES["pairs-model"] = "lopub"
