@@ -1,44 +1,14 @@
 """Benchmark of issue 12: useful releases at deployed privacy budgets (protocol planner).
 
-Usage::
-
-    LOPUB_DATA_DIR=/path/to/datasets python pipelines/bench_budgets.py \
-        [--datasets adult,embedded,adult-1m] [--epsilons 0.5,1,2,4,8,16,64] [--seeds 0] \
-        [--n-embedded 20000] [--skip-bloom-above N] [--out bench_budgets.json] [--quick]
-    python pipelines/bench_budgets.py --report RUN.json [RUN.json ...] [--naive NAIVE.json ...] \
-        [--only DATASET:EPS=RUN.json ...] [--datasets ...] [--epsilons ...] [--save MERGED.json]
-
-For every (dataset, epsilon per record, seed) cell, every release is compared
-with the true data by the mean TVD over all 2-way marginals, computed exactly
-on the release model (``tvd_model``; no sampling noise).  The planned release
-is also scored on one synthetic sample of N records (``tvd_synthetic``),
-which differs from the model's figure by sampling noise only.
-
-lopub (``own``): ``planned`` (``collect(protocol="auto")`` then ``fit``; the
-planner's pick and predictions recorded) and each of lopub's protocols run
-explicitly (``marginals``, ``one-attribute``, ``bloom``; the pick is not run
-twice: the same seed gives identical reports).  Baselines (``base``, LDP at
-epsilon per record; defined once in :mod:`pipelines.harness.methods`):
-``bloom-best-h`` (h in {1, 2, 4}, moment and EM, the best measured),
-``one-attribute`` (independence release), ``pairs-naive`` (one pair per user
-over all pairs, CALM consistency + Norm-Sub, scored on the tables) and
-``pairs`` (the same reports through lopub's fitted model; verdicts are given
-against the issue's three baselines and, separately, with this one added).
-Reference (not LDP): ``central``, Gaussian noise on all pair count tables
-(zCDP, delta = 1e-6) released by ``fit``.  ``--skip-bloom-above N`` skips
-every Bloom run on datasets with more than N users (reported as skipped).
-
-``--report FILES`` recomputes tables and verdicts from saved runs; rows saved
-before ``pairs-naive`` existed get it from ``--naive FILES``
-(``bench_calm_naive.py --out``: the same reports, matched on dataset,
-epsilon and seed; its planned figure must equal the row's).
-
-Targets (``verdicts``; the issue's baselines are ``bloom-best-h``,
-``one-attribute`` and ``pairs-naive``): planned <= every LDP baseline in every cell;
-planned >= 10 % better than the best LDP baseline at epsilon 4-16 with
-N = 1,000,000; the planner's pick is the measured best of lopub's protocols
-in >= 90 % of the cells; collection + fit with marginal sampling for 1M
-users x 15 attributes <= 30 s (wall clock; CPU seconds also recorded).
+Per (dataset, epsilon per record, seed) every release is scored by its mean TVD over all 2-way
+marginals, exactly on the model (``tvd_model``; the planned release also on one synthetic sample,
+``tvd_synthetic``).  lopub (``own``): ``planned`` (``collect(protocol="auto")`` + ``fit``) and each
+protocol forced; baselines (:mod:`pipelines.harness.methods`): ``bloom-best-h``, ``one-attribute``,
+``pairs-naive`` (the issue's three) and ``pairs`` (the same pair reports through lopub's model);
+reference (not LDP): ``central``.  ``--report FILES`` recomputes tables and verdicts from saved runs
+(``--naive FILES`` fills ``pairs-naive`` of rows saved before it existed); ``--calm-naive`` runs only
+the naive baseline beside lopub's planned release on the same reports (its ``--out`` feeds ``--naive``).
+Targets, commands and figures: docs/BENCHMARKS.md, "Budgets and protocols".
 """
 from __future__ import annotations
 
@@ -56,18 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from pipelines.harness import datasets
 from pipelines.harness import methods as hm
-from pipelines.harness.methods import (  # noqa: F401  (re-exported)
-    BLOOM_HS,
-    BLOOM_METHODS,
-    DELTA,
-    ROUNDS,
-    consistent_pairs,
-    fit_model,
-    naive_tvd,
-    planned_release,
-    score,
-    zcdp_rho,
-)
+from pipelines.harness.methods import fit_model, planned_release, score
 
 OWN = ("marginals", "one-attribute", "bloom")
 #: the issue's LDP baselines (the targets are stated against these)
@@ -177,7 +136,7 @@ def score_row(row: dict) -> dict:
 
 
 def attach_naive(rows: list[dict], naive_rows: list[dict]) -> int:
-    """Fill ``base["pairs-naive"]`` of saved rows from ``bench_calm_naive`` rows; returns how many.
+    """Fill ``base["pairs-naive"]`` of saved rows from ``--calm-naive`` rows; returns how many.
 
     A naive row is matched on (dataset, epsilon, seed) and must carry the
     same planned TVD (the same planned run), else ``ValueError``.
@@ -377,6 +336,34 @@ def _f(x: float | None) -> str:
     return "skip" if x is None else f"{x:.3f}"
 
 
+def naive_cell(data, dataset: str, eps: float, seed: int) -> dict:
+    """The naive pairs baseline, the same reports through lopub's model and the planned release."""
+    reports = hm.pair_reports(data, eps, seed)
+    naive = hm.pairs_naive(data, eps, seed, reports)["tvd"]
+    fitted = hm.pairs_fitted(data, eps, seed, reports)["tvd"]
+    model, report, _ = hm.planned_release(data, eps, seed)
+    planned = hm.score(data, model)
+    return {"dataset": dataset, "n": data.n, "epsilon": eps, "seed": seed,
+            "planned": planned, "planned_protocol": report.recommended,
+            "pairs_naive_consistency": naive, "pairs_fitted_model": fitted,
+            "ratio_planned_to_naive": planned / naive,
+            "ratio_planned_to_fitted_pairs": planned / fitted,
+            "ratio_planned_to_best_pairs": planned / min(naive, fitted)}
+
+
+def naive_means(rows: list[dict]) -> list[dict]:
+    """Seed means of :func:`naive_cell` rows per (dataset, epsilon)."""
+    out = []
+    for key in dict.fromkeys((r["dataset"], r["epsilon"]) for r in rows):
+        rs = [r for r in rows if (r["dataset"], r["epsilon"]) == key]
+        mean = {f: float(np.mean([r[f] for r in rs]))
+                for f in ("planned", "pairs_naive_consistency", "pairs_fitted_model")}
+        out.append({"dataset": key[0], "epsilon": key[1], "seeds": len(rs), **mean,
+                    "ratio_planned_to_naive": mean["planned"] / mean["pairs_naive_consistency"],
+                    "ratio_planned_to_fitted_pairs": mean["planned"] / mean["pairs_fitted_model"]})
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", default=None,
@@ -395,11 +382,13 @@ def main(argv=None) -> int:
     p.add_argument("--report", metavar="JSON", nargs="+",
                    help="only print the table and verdicts of earlier --out files (merged)")
     p.add_argument("--naive", metavar="JSON", nargs="+", default=[],
-                   help="with --report: bench_calm_naive.py --out files giving rows saved without "
+                   help="with --report: --calm-naive --out files giving rows saved without "
                         "the naive pairs baseline their figure (same reports, matched by cell)")
     p.add_argument("--only", metavar="DATASET:EPS=FILE", nargs="+", default=[],
                    help="with --report: take the rows of cell DATASET:EPS only from FILE (one of the "
                         "--report files; a re-run replacing an older file's cells), e.g. adult:64=new.json")
+    p.add_argument("--calm-naive", action="store_true",
+                   help="only the naive pairs baseline, the fitted pairs and the planned release per cell")
     p.add_argument("--save", metavar="JSON",
                    help="with --report: also write the merged rows, sources and verdicts here")
     a = p.parse_args(argv)
@@ -433,6 +422,17 @@ def main(argv=None) -> int:
     if a.quick:
         a.datasets, a.epsilons, a.seeds, a.n_embedded = "embedded", "4", "0", 3000
     rows, timings = [], []
+    if a.calm_naive:
+        for ds in a.datasets.split(","):
+            for seed in (int(s) for s in a.seeds.split(",")):
+                data = load(ds, seed, a.n_embedded)
+                for eps in (float(e) for e in a.epsilons.split(",")):
+                    rows.append(naive_cell(data, ds, eps, seed))
+                    print(json.dumps(rows[-1]), flush=True)
+        means = naive_means(rows)
+        print(json.dumps(means, indent=2))
+        Path(a.out).write_text(json.dumps({"rows": rows, "means": means}, indent=2) + "\n")
+        return 0
     for ds in a.datasets.split(","):
         for seed in (int(s) for s in a.seeds.split(",")):
             data = load(ds, seed, a.n_embedded)

@@ -1,25 +1,12 @@
-"""Benchmark the joint-distribution estimators on UCI Adult or FIMI retail.
+"""Benchmark the joint-distribution estimators on UCI Adult or FIMI retail (issue 3).
 
-For each flip probability f the dataset is encoded once (seeded), then every
-method estimates the k-way joint of every attribute set (all pairs for k = 2,
-``--sets`` seeded random subsets for k >= 3) through one
-:class:`lopub.estimate.Estimator` session per method (per-attribute caches are
-built on first use and their time is included in the call that builds them).
-Per (f, method) it prints the median / max / total wall time per set and the
-mean AVD against the true joint, beside two independence baselines: the
-product of the true one-way marginals and the product of the one-way
-marginals estimated by EM from the same reports.  Rows go to a CSV as they are
-computed; peak memory is the process's peak resident set (ru_maxrss).
-
-Usage::
-
-    LOPUB_DATA_DIR=/work/shared/datasets python pipelines/bench_estimators.py \\
-        --dataset adult --k 2 --f 0.1,0.3,0.5,0.7,0.9 --out bench_adult_k2.csv
-
-References
-----------
-Ren et al., "LoPub", IEEE TIFS 2018, Sec. VII (AVD, Eq. 32; Adult with
-m = 128, h = 4; retail with m = 32, h = 4).
+Per flip probability f the data are encoded once (seeded, m = 128 Adult / 32 retail, h = 4); every
+method estimates the k-way joint of each attribute set (all pairs for k = 2, ``--sets`` seeded subsets
+for k >= 3) in one :class:`lopub.estimate.Estimator` session.  Per (f, method): wall / CPU seconds per
+set and mean AVD (Ren et al. 2018, Eq. 32) beside the independence baselines (true and EM-estimated
+one-way marginals); per-set rows go to ``--out`` (``--summarize`` prints the tables of such CSVs).
+``--probe-stop info|moment --probe-c C`` is the hybrid stopping-rule probe of docs/bench_estimators.md,
+"Hybrid speed" (25 seeded Adult pairs, hybrid EM stopped at C standard errors vs converged EM).
 """
 from __future__ import annotations
 
@@ -148,6 +135,63 @@ def summarize(paths) -> None:
         print_table(rows)
 
 
+def _info_se(data, p):
+    """1 / sqrt(diag I): EM's observed information at ``p`` (a lower bound on the MLE's cell SE)."""
+    q = data.to_internal(p)
+    info = np.zeros_like(q)
+    for z, last in data.blocks():
+        denom = np.maximum(np.einsum("us,us->u", z @ q, last), 1e-300)
+        w = z / denom[:, None]
+        info += (w * w).T @ (last * last)
+    return data.from_internal(1.0 / np.sqrt(np.maximum(info, 1e-300)))
+
+
+def probe_stop(f: float, c: float, mode: str) -> None:
+    """Hybrid EM stopped below ``c`` standard errors (EM's information or the moment's) vs EM, 25 pairs."""
+    from lopub.estimate import hybrid
+    from lopub.estimate.hybrid_estimator import HybridEstimator
+    from lopub.estimate.postprocess import postprocess
+
+    class Probe(HybridEstimator):  # uses the estimator's internals: a probe, not a shipped option
+        def _fit(self, attrs):
+            attrs = tuple(attrs)
+            p_ols, var = self.moment_variance(attrs, self.options.design)
+            se = np.sqrt(var)
+            fast, _ = self._fast(attrs, p_ols)
+            _, start = hybrid.support_start(postprocess(fast, "clip").values, threshold=0.0, mix=0.05,
+                                            keep=p_ols > -2.0 * se)
+            if mode == "info":
+                scale = _info_se(self._kway([self.cache.likelihood(a).values for a in attrs], attrs), start)
+            else:
+                scale = np.maximum(se, 1e-12)
+            p, meta, data = self._em(attrs, start, tol=c, scale=scale)
+            return p, meta, self._variance(attrs, p, data, meta)
+
+    ds = datasets.load("adult")
+    rep = encode(ds, CollectionSpec.from_domain(ds.domain, f=f), rng=0)
+    pairs = list(itertools.combinations(ds.domain.attrs, 2))
+    pairs = [pairs[i] for i in np.random.default_rng(0).choice(len(pairs), 25, replace=False)]
+    ests = {"em": Estimator(rep, "em", information_cells=0), "hy": Probe(rep, information_cells=0)}
+    for a in ds.domain.attrs:
+        ests["em"].cache.likelihood(a)
+        ests["hy"].cache.likelihood(a)
+        ests["hy"].cache.projected(a)
+    res: dict = {"em": [], "hy": []}
+    for pr in pairs:
+        truth = ds.project(list(pr)).values
+        for name, est in ests.items():
+            c0 = time.process_time()
+            mg = est.marginal(list(pr))
+            res[name].append((0.5 * np.abs(mg.values - truth).sum(), time.process_time() - c0,
+                              mg.meta["iterations"]))
+    em, hy = np.array(res["em"]), np.array(res["hy"])
+    for name, r in (("em", em), ("hy", hy)):
+        print(f"f={f} {name} {mode} c={c}: AVD {r[:, 0].mean():.5f} medCPU {np.median(r[:, 1]):.4f} "
+              f"medIt {np.median(r[:, 2]):.0f}")
+    print("  ratio median EM/hy", np.median(em[:, 1]) / np.median(hy[:, 1]),
+          " AVD ratio", hy[:, 0].mean() / em[:, 0].mean())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="adult", help="adult, retail or embedded")
@@ -165,7 +209,15 @@ def main(argv=None) -> int:
                     help="hybrid: stop_se option (stop EM at this fraction of the cells' standard errors)")
     ap.add_argument("--shrink", default=None, help="moment: shrink option (js, global or none; default js)")
     ap.add_argument("--summarize", nargs="+", metavar="CSV", help="only print the table of these CSVs")
+    ap.add_argument("--probe-stop", choices=("info", "moment"),
+                    help="only the hybrid stopping-rule probe at --f (one value): whose standard errors scale it")
+    ap.add_argument("--probe-c", type=float, default=0.5, help="the probe's stop, in standard errors")
     a = ap.parse_args(argv)
+    if a.probe_stop:
+        if "," in a.f:
+            ap.error(f"--probe-stop takes one --f, got {a.f!r}")
+        probe_stop(float(a.f), a.probe_c, a.probe_stop)
+        return 0
     if a.summarize:
         summarize(a.summarize)
         return 0

@@ -1,17 +1,8 @@
-"""Plan and simulated-collect time against the number of attributes d and of users N.
+"""Plan and simulated-collect time against the number of binary attributes d and of users N.
 
-For every d (binary attributes) and N: the time of ``lopub.collect.plan``
-(the planner: every protocol family's prediction and the marginal plan) and
-of ``lopub.collect.collect`` (plan + every user's report with the planned
-protocol, as ``lopub collect --protocol auto`` does) on N random records.
-Both CPU seconds (``time.process_time``, what the work costs) and wall
-seconds (what a user waits; the machine is shared) are reported, with the
-ratios to the smallest d at the same N and to the smallest N at the same d.
-
-Usage::
-
-    python pipelines/bench_plan_scale.py --d 10,50,100,300 --n 10000,100000,1000000 --epsilon 4
-    python pipelines/bench_plan_scale.py --d 300 --n 1000000 --epsilon 1,4,8   # the 60 s target
+``lopub.collect.plan`` and ``lopub.collect.collect`` (what ``lopub collect --protocol auto`` runs) on
+N chain records: CPU and wall seconds, with the ratios to the smallest d (same N) and the smallest N
+(same d).  Commands and figures: docs/BENCHMARKS.md, "Planning and collection at scale".
 """
 from __future__ import annotations
 

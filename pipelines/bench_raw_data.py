@@ -1,31 +1,11 @@
 """Real data as people have it, through the CLI defaults (issue 23).
 
-Usage::
-
-    LOPUB_DATA_DIR=/path/to/datasets python pipelines/bench_raw_data.py \
-        [--epsilon 4] [--seeds 0,1] [--workdir DIR] [--json out.json]
-
-UCI Adult as shipped (``adult/adult.data``: no header, ``", "`` separators,
-``?`` for missing) is written to a CSV with its column names, then run
-through the four default commands::
-
-    lopub schema adult.csv --out dom.json
-    lopub collect adult.csv --domain dom.json --epsilon 4 --out r.npz --seed S
-    lopub fit r.npz --out m.json
-    lopub synthesize m.json --out s.csv --seed S
-
-The release is compared with the real data by the mean TVD over all 2-way
-marginals, both coded with the schema ``lopub schema`` wrote (so a schema that
-collapses a column scores that column as perfect: read the figure beside the
-baselines of the same schema).  Baselines, computed here from the same data:
-
-* ``one_attribute``: every user reports one attribute chosen at random at the
-  whole epsilon (GRR when k < 3 e^eps + 2, else OUE), frequencies projected on
-  the simplex, the release is the product of the one-way estimates;
-* ``uniform``: every attribute uniform and independent.
-
-The ``lopub`` command is ``python -m lopub`` of the interpreter running this
-script (set ``PYTHONPATH`` to choose the checkout).
+UCI Adult as shipped (``?`` kept, the column names of ``adult.names``) is written to a CSV and run
+through ``lopub schema``, ``collect --epsilon E --seed S``, ``fit`` and ``synthesize --seed S`` (the
+``python -m lopub`` of this interpreter).  Mean 2-way TVD of the release, both sides coded with the
+schema that run wrote, beside two baselines of the same schema: every user reports one random
+attribute at the whole epsilon (GRR or OUE, simplex projection; product of the one-way estimates),
+and the uniform distribution.  Figures: docs/BENCHMARKS.md, "Real data as shipped".
 """
 from __future__ import annotations
 

@@ -1,38 +1,23 @@
-"""Benchmark of the release (issue 11 targets): fitted graphical model vs the paper's release.
+"""The release on UCI Adult (issues 4 and 11): the fitted model against the paper's release, and
+the paper's whole pipeline.
 
-Usage::
+Parts (``--parts``; targets, commands and figures: docs/BENCHMARKS.md, "Whole pipeline" and "Release"):
 
-    LOPUB_DATA_DIR=/path/to/datasets python pipelines/bench_release.py \
-        [--parts f,grid,structure,timing] [--fs 0.1,0.3,0.5,0.7,0.9] [--methods em,moment] \
-        [--epsilons 2,4,8,16,64] [--hs 1,2,4] [--grid-methods moment] [--out bench_release.json]
-
-For every setting the same reports and the same estimator session (one
-:class:`~lopub.dependency.MarginalCache`) feed four releases, and each is
-compared with the true data by the mean TVD over all 2-way marginals:
-
-* ``pgm``: today's default, ``fit()`` (release "pgm", structure "auto"): a
-  graphical model fitted to every one-way and pairwise measurement;
-* ``paper``: the paper's release, ``fit(release="cliques", structure="phi")``
-  (each clique's joint estimated directly, phi = 0.4);
-* ``independent``: every attribute from its own estimated one-way marginal;
-* ``pairs``: the directly estimated pair tables themselves (not a release:
-  the accuracy the model step should keep).
-
-The release's TVD is measured on a synthetic sample of N records
-(``tvd_synthetic``) and exactly on the model (``tvd_model``).
-
-Parts:
-
-``f``          Adult, m = 128, h = 4, f in ``--fs``, methods ``--methods``.
-``grid``       equal per-record budgets: epsilon in ``--epsilons``, Bloom h in ``--hs``,
-               Adult and the embedded dataset, methods ``--grid-methods``.
-``structure``  embedded dataset at f = 0.5: recall and precision of the default
-               structure against the true dependency graph (DAG skeleton).
-``timing``     Adult at f = 0.5: the whole default ``fit`` vs the paper's release,
-               each from a fresh estimator session, side by side (ratio), and
-               the model-fit seconds.
-
-Targets are checked and printed at the end (``verdicts``).
+``f``            Adult, m = 128, h = 4, f in ``--fs``: four releases of the same reports and estimator
+                 session (one :class:`~lopub.dependency.MarginalCache`), scored by the mean 2-way TVD
+                 exactly on the model and on a synthetic sample: ``pgm`` (``fit()``'s default),
+                 ``paper`` (``release="cliques", structure="phi"``, phi = 0.4), ``independent`` and
+                 ``pairs`` (the estimated pair tables themselves, not a release).
+``grid``         the same at equal per-record budgets: ``--epsilons`` x Bloom ``--hs``, Adult and embedded.
+``structure``    embedded data at f = 0.5: recall / precision of the structure against the true DAG.
+``timing``       Adult at f = 0.5: the default ``fit`` against the paper's release (CPU ratio).
+``paper-timing`` the paper's pipeline (encode -> pairs -> graph -> junction tree -> cliques -> synthesis)
+                 at f = 0.5, per method in a fresh process: seconds per stage and peak RSS.
+``paper``        per f: the paper's release against the independence release (2-way TVD) and the
+                 correlation identification against the true data's phi = 0.4 graph.
+``phi-sweep``    f = 0.5: the release graph at ``--phis`` and the TVD floor of each graph (the true
+                 data's graph with exact clique marginals).  ``--model-phi`` / ``--tol``: the paper
+                 parts' release graph threshold and estimator tolerance.
 """
 from __future__ import annotations
 
@@ -40,6 +25,8 @@ import argparse
 import itertools
 import json
 import os
+import resource
+import subprocess
 import sys
 import time
 import warnings
@@ -50,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 from pipelines.harness import datasets  # noqa: E402
 
 M, H, PHI = 128, 4, 0.4
+#: the paper's release: each clique's joint estimated on the Alg. 4 graph
+PAPER = {"release": "cliques", "structure": "phi"}
 
 
 def _spec(domain, *, f=None, epsilon=None, h=H, m=M):
@@ -73,12 +62,13 @@ def _pair_tvd(data, cache) -> float:
     return sum(tvd(data.project(list(p)), cache.marginal(list(p))) for p in pairs) / len(pairs)
 
 
-def _fit(reports, cache, **kw):
+def _fit(reports, cache, phi: float = PHI, **kw):
+    """``fit`` (warnings silenced): the model and the report as a dict."""
     from lopub.pipeline.steps import fit
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = fit(reports, phi=PHI, estimator=cache, **kw)
+        res = fit(reports, phi=phi, estimator=cache, **kw)
     return res.model, res.report.to_dict()
 
 
@@ -121,11 +111,11 @@ def part_f(fs, methods, seed) -> list[dict]:
     return rows
 
 
-def part_grid(epsilons, hs, methods, datasets, seed) -> list[dict]:
+def part_grid(epsilons, hs, methods, names, seed) -> list[dict]:
     from lopub.client import encode
 
     rows = []
-    for ds in datasets:
+    for ds in names:
         data = datasets.load(ds, None, seed)
         for eps, h in itertools.product(epsilons, hs):
             spec = _spec(data.domain, epsilon=eps, h=h)
@@ -221,6 +211,102 @@ def verdicts(rows: list[dict], kind: str = "model") -> dict:
     return v
 
 
+# the paper's pipeline ------------------------------------------------------------------------------
+def _adult_reports(data, f: float, seed: int):
+    from lopub.client import encode
+    from lopub.reports.spec import CollectionSpec
+
+    return encode(data, CollectionSpec.from_domain(data.domain, f=f, m=M, h=H), rng=seed)
+
+
+def one_run(method: str, f: float, seed: int = 0, model_phi: float | None = None,
+            options: dict | None = None) -> dict:
+    """The paper's whole pipeline once: seconds per stage and peak memory of this process."""
+    from lopub.dependency import MarginalCache
+    from lopub.pipeline.steps import make_estimator
+    from lopub.publish.synthesize import sample_codes
+
+    data = datasets.load("adult")
+    t0 = time.perf_counter()
+    reports = _adult_reports(data, f, seed)
+    t1 = time.perf_counter()
+    cache = MarginalCache(make_estimator(reports, method, options))
+    model, rep = _fit(reports, cache, model_phi=model_phi, **PAPER)
+    t2 = time.perf_counter()
+    sample_codes(model, rng=seed + 1)
+    t3 = time.perf_counter()
+    return {"part": "paper-timing", "method": method, "f": f, "records": data.n, "model_phi": model_phi or PHI,
+            "options": options or {},
+            "seconds": {"encode": t1 - t0, **rep["seconds"], "synthesize": t3 - t2, "pipeline": t3 - t0},
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "edges": rep["edges"], "cliques": rep["cliques"], "clique_cells": rep["clique_cells"]}
+
+
+def part_paper_timing(methods, model_phi, tol) -> list[dict]:
+    rows = []
+    for method in methods:
+        extra = (["--model-phi", str(model_phi)] if model_phi else []) + (["--tol", str(tol)] if tol else [])
+        out = subprocess.run([sys.executable, __file__, "--one", method, "0.5", *extra], check=True,
+                             capture_output=True, text=True, env=os.environ).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+        print(json.dumps({k: rows[-1][k] for k in ("method", "model_phi", "seconds", "peak_mb")}), flush=True)
+    return rows
+
+
+def part_paper(methods, fs, seed: int = 0, model_phi: float | None = None, options: dict | None = None):
+    """Per f and method: the paper's release vs independence (2-way TVD), correlation identification."""
+    from lopub.dependency import MarginalCache
+    from lopub.pipeline.steps import independence_model, make_estimator
+    from lopub.publish.evaluate import average_tvd, correlation_identification
+    from lopub.publish.synthesize import sample_codes
+
+    data = datasets.load("adult")
+    true_edges = _fit(None, data, **PAPER)[0].graph.edges
+    rows = []
+    for f in fs:
+        reports = _adult_reports(data, f, seed)
+        for method in methods:
+            cache = MarginalCache(make_estimator(reports, method, options))
+            model, rep = _fit(reports, cache, model_phi=model_phi, **PAPER)
+            syn = sample_codes(model, rng=seed + 1)
+            base = sample_codes(independence_model(cache), rng=seed + 2)
+            ci = correlation_identification(model.graph.edges, true_edges, data.domain.attrs)
+            row = {"part": "paper", "f": f, "method": method, "model_phi": model_phi or PHI,
+                   "max_clique_cells": max(rep["clique_cells"]), "tvd_synthetic": average_tvd(data, syn, 2)["mean"],
+                   "tvd_independent": average_tvd(data, base, 2)["mean"],
+                   "tvd_model": average_tvd(data, model, 2)["mean"],
+                   "accuracy": ci["accuracy"], "added": ci["added"], "lost": ci["lost"],
+                   "true_edges": ci["true_edges"], "found_edges": ci["found_edges"],
+                   "seconds": rep["seconds"]["total"]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def part_phi_sweep(phis, f: float, method: str, seed: int = 0) -> list[dict]:
+    """TVD floor (true graph, exact marginals) and the LDP release, per release-graph phi."""
+    from lopub.dependency import MarginalCache
+    from lopub.pipeline.steps import make_estimator
+    from lopub.publish.evaluate import average_tvd
+    from lopub.publish.synthesize import sample_codes
+
+    data = datasets.load("adult")
+    reports = _adult_reports(data, f, seed)
+    cache = MarginalCache(make_estimator(reports, method))
+    rows = []
+    for phi in phis:
+        exact, rep_exact = _fit(None, data, phi=phi, **PAPER)
+        model, rep = _fit(reports, cache, model_phi=phi, **PAPER)
+        row = {"part": "phi-sweep", "model_phi": phi, "f": f, "method": method, "edges_true": rep_exact["edges"],
+               "edges_found": rep["graph"].get("model_edges", rep["edges"]),
+               "max_clique_cells": max(rep["clique_cells"]),
+               "tvd_exact_model": average_tvd(data, exact, 2)["mean"],
+               "tvd_synthetic": average_tvd(data, sample_codes(model, rng=seed + 1), 2)["mean"]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--parts", default="f,grid,structure,timing")
@@ -231,10 +317,18 @@ def main(argv=None) -> int:
     p.add_argument("--grid-methods", default="moment")
     p.add_argument("--grid-datasets", default="adult,embedded")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--phis", default="0.4,0.3,0.2,0.15", help="phi-sweep: release-graph thresholds")
+    p.add_argument("--model-phi", type=float, help="paper parts: release graph at this phi (graph stays 0.4)")
+    p.add_argument("--tol", type=float, help="paper parts: estimator tolerance (default: the estimator's)")
+    p.add_argument("--one", nargs=2, metavar=("METHOD", "F"), help=argparse.SUPPRESS)
     p.add_argument("--out", default="bench_release.json")
     p.add_argument("--verdicts", metavar="JSON", nargs="+",
                    help="only recompute the verdicts of earlier --out files (merged)")
     a = p.parse_args(argv)
+    opts = {} if a.tol is None else {"tol": a.tol}
+    if a.one:
+        print(json.dumps(one_run(a.one[0], float(a.one[1]), model_phi=a.model_phi, options=opts)))
+        return 0
     if a.verdicts:
         rows = [r for path in a.verdicts for r in json.load(open(path))["rows"]]
         print(json.dumps({"model": verdicts(rows, "model"), "synthetic": verdicts(rows, "synthetic")},
@@ -252,6 +346,12 @@ def main(argv=None) -> int:
         rows += part_structure(a.seed, methods)
     if "timing" in parts:
         rows += part_timing(methods, a.seed)
+    if "paper-timing" in parts:
+        rows += part_paper_timing(methods, a.model_phi, a.tol)
+    if "paper" in parts:
+        rows += part_paper(methods, [float(x) for x in a.fs.split(",")], a.seed, a.model_phi, opts)
+    if "phi-sweep" in parts:
+        rows += part_phi_sweep([float(x) for x in a.phis.split(",")], 0.5, methods[0], a.seed)
     v = {"model": verdicts(rows, "model"), "synthetic": verdicts(rows, "synthetic")}
     print(json.dumps({"verdicts": v}, indent=2))
     from lopub.io import atomic_write_text

@@ -1,29 +1,17 @@
-"""Scaling benchmark of ``lopub fit`` (issue 13): wall time and peak memory vs N and jobs.
+"""Scaling of ``lopub fit`` (issue 13): time and peak memory against N, jobs, d, Dask and 10M users.
 
-Usage::
+Sections (``--sections``; results and commands: docs/BENCHMARKS.md, "Scaling"):
 
-    LOPUB_DATA_DIR=/path/to/datasets python pipelines/bench_scale.py [--quick] \
-        [--methods moment,em] [--sizes 125000,250000,500000,1000000] [--workdir /tmp/lopub-scale] \
-        [--out bench_scale.json]
+``fit`` (default)  Adult resampled to N records (m = 128, h = 4, f = 0.5), ``lopub fit --jobs 2`` per
+                   method and N; time ~ N^a; 1 vs 2 jobs at the largest N (``--speedup-repeats R``:
+                   only that, R alternating pairs); the machine's own two-process speed-up.
+``wide``           50,000 records x d (blocks of independently resampled Adult rows); time ~ d^b; a
+                   wide EM fit beyond ``--em-timeout`` is timed per pair and extrapolated.
+``dask``           10M x 15 encoded in batches, ``lopub fit --scheduler local``; EM on the first 2M.
+``marginals``      10M users x 50 attributes, the planner's marginal plan, ``lopub fit`` on the .npz.
 
-Data: UCI Adult (15 attributes) resampled with replacement to N records,
-encoded with m = 128, h = 4, f = 0.5 (seeded), saved once per N in
-``--workdir`` as a reports dataset folder and reused.  Every ``lopub fit``
-(phi 0.4, default options) runs in a fresh subprocess; recorded per run: wall
-seconds, the fit's own stage seconds and the peak RSS of the largest process
-(``ru_maxrss`` of the children: the fit and its forked workers).  For every
-method:
-
-* time ~ N^a fitted by least squares on log-log over the sizes (2 jobs), on
-  the wall time (with the process start) and on the fit's own total;
-* at the largest N, 1 job vs 2 jobs: the speed-up ratio;
-* before and after, the speed-up of two processes on pure CPU work
-  (``machine_speedup_*``): about 2 on an idle machine; near 1 when other
-  programs hold the cores, and then the jobs ratio means nothing.
-
-``--quick`` runs N = 10k, 20k, 40k (a minute or two): a smoke test of the
-script and of the exponents' order, not the issue's targets (the full run at
-1M takes tens of minutes and needs a quiet machine).
+Every fit runs in a fresh process, its process tree's memory sampled (psutil).  Sections other than
+``fit`` merge their results into ``--out`` (default docs/bench_scale_more.json; ``--table`` prints it).
 """
 from __future__ import annotations
 
@@ -40,6 +28,12 @@ import numpy as np
 M, H, F, PHI = 128, 4, 0.5, 0.4
 FULL_SIZES = (125_000, 250_000, 500_000, 1_000_000)
 QUICK_SIZES = (10_000, 20_000, 40_000)
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+FULL = {"wide_n": 50_000, "wide_ds": (15, 30, 60, 100), "dask_n": 10_000_000, "dask_em_n": 2_000_000,
+        "batch": 1_000_000, "marg_n": 10_000_000, "marg_d": 50, "epsilon": 8.0, "dask_em_extra": (), "dask_d": 15}
+QUICK = {"wide_n": 3_000, "wide_ds": (15, 30), "dask_n": 40_000, "dask_em_n": 20_000,
+         "batch": 10_000, "marg_n": 40_000, "marg_d": 20, "epsilon": 8.0,
+         "dask_em_extra": ("--tol", "1e-2"), "dask_d": 6}  # EM on Dask pays a round trip per iteration
 
 
 def make_reports(n: int, workdir: Path, seed: int = 0) -> Path:
@@ -126,31 +120,51 @@ def monitor(cmd: list[str], *, timeout: float | None = None, every: float = 0.2)
             "pss_mb": pss[0] if psutil is not None else None}
 
 
-def run_fit(reports: Path, method: str, jobs: int, out: Path, extra: list[str] | None = None) -> dict:
-    """One ``lopub fit`` in a fresh process: wall seconds, stage seconds, peak memory (MiB).
+def run_monitored(args: list[str], *, timeout: float | None = None) -> dict:
+    """``lopub ARGS --json --quiet`` in a fresh process, its process tree's RSS sampled every 0.2 s.
 
-    ``peak_rss_mb`` is the largest process (the fit or one of its workers);
-    ``peak_rss_sum_mb`` adds the fit's peak and the largest worker's, an upper
-    bound on the total (pages the workers share with the fit count twice);
-    ``peak_pss_mb`` is the sampled peak (:func:`monitor`) of the whole process tree's
-    proportional set size (shared pages counted once), the memory the fit
-    really holds.
+    Returns wall seconds, the report (parsed ``--json``, or None on timeout),
+    the client's peak RSS, each child's peak RSS (Dask workers or forked
+    workers), ``ru_maxrss`` and the load average before and after.
     """
-    cmd = [sys.executable, "-c", _WRAP, "fit", str(reports), "--method", method, "--phi", str(PHI),
-           "--jobs", str(jobs), "--out", str(out), "--json", "--quiet"] + list(extra or [])
-    load = os.getloadavg()[0]
-    mon = monitor(cmd)
-    done, wall, pss = mon["done"], mon["wall"], mon["pss_mb"]
+    load0 = os.getloadavg()
+    cmd = [sys.executable, "-c", _WRAP] + args + ["--json", "--quiet"]
+    mon = monitor(cmd, timeout=timeout)
+    wall, timed_out, peaks = mon["wall"], mon["timed_out"], dict(mon["rss"])
+    proc, done = mon["root"], mon["done"]
+    res = {"args": args, "wall_seconds": round(wall, 2), "timed_out": timed_out,
+           "load_before": [round(x, 2) for x in load0],
+           "load_after": [round(x, 2) for x in os.getloadavg()],
+           "client_peak_rss_mb": round(peaks.pop(proc, 0) / 2**20, 1),
+           "children_peak_rss_mb": sorted((round(v / 2**20, 1) for v in peaks.values()), reverse=True),
+           "peak_pss_mb": None if mon["pss_mb"] is None else round(mon["pss_mb"], 1)}
+    if timed_out:
+        return res | {"report": None}
     if done.returncode != 0:
-        raise RuntimeError(f"lopub fit {reports} --method {method} --jobs {jobs} failed:\n{done.stderr}")
+        raise RuntimeError(f"lopub {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     own, kids = (int(x) for x in done.stderr.rsplit("PEAK_KB", 1)[1].split())
     rep = json.loads(done.stdout)
-    return {"method": method, "jobs": jobs, "n": rep["n"], "wall_seconds": round(wall, 2),
-            "seconds": rep["seconds"], "edges": rep["edges"],
-            "peak_rss_mb": round(max(own, kids) / 1024, 1),
-            "peak_rss_sum_mb": round((own + kids) / 1024, 1),
-            "peak_pss_mb": None if pss is None else round(pss, 1),
-            "load_before": round(load, 2)}
+    return res | {"ru_maxrss_mb": [round(own / 1024, 1), round(kids / 1024, 1)],
+                  "report": {k: rep.get(k) for k in ("n", "method", "seconds", "edges", "estimator")}}
+
+
+def fit_args(reports: Path, method: str | None, out: Path, *extra: str) -> list[str]:
+    """``lopub fit`` arguments; ``method`` None for marginal-sampling reports (their oracles measure)."""
+    how = [] if method is None else ["--method", method]
+    return ["fit", str(reports), *how, "--phi", str(PHI), "--out", str(out), *extra]
+
+
+def run_fit(reports: Path, method: str, jobs: int, out: Path) -> dict:
+    """One ``lopub fit``: wall and stage seconds, peak memory (MiB) of the largest process
+    (``peak_rss_mb``), of the fit plus its largest worker (``peak_rss_sum_mb``, an upper bound) and the
+    sampled proportional set size of the whole tree (``peak_pss_mb``, shared pages counted once)."""
+    r = run_monitored(fit_args(reports, method, out, "--jobs", str(jobs)))
+    own, kids = r["ru_maxrss_mb"]
+    rep = r["report"]
+    return {"method": method, "jobs": jobs, "n": rep["n"], "wall_seconds": r["wall_seconds"],
+            "seconds": rep["seconds"], "edges": rep["edges"], "peak_rss_mb": max(own, kids),
+            "peak_rss_sum_mb": round(own + kids, 1), "peak_pss_mb": r["peak_pss_mb"],
+            "load_before": r["load_before"][0]}
 
 
 def _burn(n: int) -> float:
@@ -242,27 +256,275 @@ def speedup(methods: list[str], n: int, workdir: Path, repeats: int) -> dict:
             "summary": summary}
 
 
+# wide, dask and marginals ----------------------------------------------------------------------
+def wide_dataset(n: int, d: int, *, seed: int):
+    """``n`` records x ``d`` attributes: independent resamplings of Adult, one per block of 15."""
+    from lopub.data.dataset import Dataset
+    from lopub.datasets import load_adult
+    from lopub.data.domain import Attribute, Domain
+
+    adult = load_adult()
+    rng = np.random.default_rng(seed)
+    blocks, attrs = [], []
+    for b in range(-(-d // len(adult.domain))):
+        rows = rng.integers(0, adult.n, size=n)
+        blocks.append(adult.codes[rows])
+        attrs += [Attribute(f"{a.name}_b{b}", a.categories) for a in adult.domain.attributes]
+    return Dataset(np.concatenate(blocks, axis=1)[:, :d], Domain(tuple(attrs[:d])))
+
+
+def build_bloom(folder: Path, n: int, d: int, batch: int, *, seed: int) -> Path:
+    """Bloom reports (m, h, f as bench_scale) of ``n`` x ``d`` wide records, appended by batches."""
+    from lopub.client import encode
+    from lopub.reports.dataset import ReportsDataset
+    from lopub.reports.spec import CollectionSpec
+
+    if (folder / "DONE").exists():
+        return folder
+    if folder.exists():
+        import shutil
+        shutil.rmtree(folder)
+    ds, spec = None, None
+    for i, a in enumerate(range(0, n, batch)):
+        data = wide_dataset(min(batch, n - a), d, seed=seed + 1000 * i)
+        if ds is None:
+            spec = CollectionSpec.from_domain(data.domain, f=F, m=M, h=H)
+            ds = ReportsDataset.create(folder, spec)
+        ds.append(encode(data, spec, rng=seed + 1000 * i + 1))
+    (folder / "DONE").write_text(str(n))
+    return folder
+
+
+def subset_folder(src: Path, dst: Path, parts: int) -> Path:
+    """A dataset of the first ``parts`` parts of ``src`` (a prefix of its users)."""
+    from lopub.reports.dataset import ReportsDataset, merge_datasets
+
+    if not (dst / "DONE").exists():
+        if dst.exists():
+            import shutil
+            shutil.rmtree(dst)
+        merge_datasets(dst, *ReportsDataset.open(src).part_paths()[:parts])
+        (dst / "DONE").write_text("")
+    return dst
+
+
+def build_marginal_reports(path: Path, n: int, d: int, epsilon: float, batch: int, *, seed: int) -> dict:
+    """Simulate ``n`` users under the planner's marginal plan, ``batch`` users at a time; save .npz."""
+    from lopub.collect import collect_records, plan
+
+    info_path = path.with_suffix(".json")
+    if path.exists() and info_path.exists():
+        return json.loads(info_path.read_text())
+    t0 = time.perf_counter()
+    first = wide_dataset(min(batch, n), d, seed=seed)
+    report = plan(first.domain, n, epsilon)
+    t_plan = time.perf_counter() - t0
+    reports, t1 = None, time.perf_counter()
+    for i, a in enumerate(range(0, n, batch)):
+        data = first if i == 0 else wide_dataset(min(batch, n - a), d, seed=seed + 1000 * i)
+        part = collect_records(data, report.marginal_plan, rng=seed + 1000 * i + 1)
+        reports = part if reports is None else reports.merge(part)
+    t_sim = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    reports.save(path)
+    mplan = report.marginal_plan
+    info = {"n": n, "d": d, "epsilon": epsilon, "recommended": report.recommended,
+            "plan_seconds": round(t_plan, 2), "simulate_seconds": round(t_sim, 2),
+            "save_seconds": round(time.perf_counter() - t2, 2), "subsets": mplan.n_subsets,
+            "subset_sizes": sorted({len(s) for s in mplan.subsets}),
+            "oracles": sorted({type(mplan.oracle(i)).__name__ for i in range(mplan.n_subsets)}),
+            "file_mb": round(path.stat().st_size / 2**20, 1)}
+    info_path.write_text(json.dumps(info))
+    return info
+
+
+def per_pair_em(reports: Path, pairs: int, *, seed: int = 0) -> dict:
+    """Serial EM seconds per pair on ``pairs`` random pairs (one-way likelihoods built first)."""
+    from lopub.estimate import Estimator
+    from lopub.reports.bloom import Reports
+
+    rep = Reports.load(reports)
+    est = Estimator(rep, method="em", jobs=1)
+    attrs = rep.spec.domain.attrs
+    t0 = time.perf_counter()
+    for a in attrs:
+        est.marginal((a,))
+    t_one = time.perf_counter() - t0
+    rng = np.random.default_rng(seed)
+    chosen = {tuple(sorted(rng.choice(len(attrs), 2, replace=False))) for _ in range(pairs)}
+    t1 = time.perf_counter()
+    for i, j in chosen:
+        est.marginal((attrs[i], attrs[j]))
+    per = (time.perf_counter() - t1) / len(chosen)
+    total_pairs = len(attrs) * (len(attrs) - 1) // 2
+    return {"pairs_timed": len(chosen), "one_way_seconds": round(t_one, 2),
+            "seconds_per_pair_serial": round(per, 4), "pairs_total": total_pairs,
+            "pairwise_stage_serial_seconds_extrapolated": round(t_one + per * total_pairs, 1)}
+
+
+def section_wide(cfg: dict, work: Path, methods: list[str], timeout: float, pair_sample: int,
+                 build_only: bool) -> dict:
+    n = cfg["wide_n"]
+    paths = {d: build_bloom(work / f"wide_{n}_{d}", n, d, n, seed=d) for d in cfg["wide_ds"]}
+    if build_only:
+        return {}
+    runs = []
+    for method in methods:
+        for d in cfg["wide_ds"]:
+            r = run_monitored(fit_args(paths[d], method, work / f"model_wide_{method}_{d}.json", "--jobs", "2"),
+                              timeout=timeout) | {"section": "wide", "method": method, "d": d}
+            if r["timed_out"]:
+                r["per_pair"] = per_pair_em(paths[d], pair_sample)
+            runs.append(r)
+            print(json.dumps(r), flush=True)
+    return {"n": n, "runs": runs}
+
+
+def merge_wide(old: dict, new: dict) -> dict:
+    """Runs of both (a new run replaces the old one of its method and d); exponents b over all."""
+    runs = {(r["method"], r["d"]): r for r in old.get("runs", []) + new["runs"]}
+    out = {"n": new["n"], "runs": sorted(runs.values(), key=lambda r: (r["method"], r["d"])), "exponent_b": {}}
+    for method in sorted({m for m, _ in runs}):
+        done = [r for r in out["runs"] if r["method"] == method and not r["timed_out"]]
+        ds = [r["d"] for r in done]
+        out["exponent_b"][method] = {
+            "b": exponent(ds, [r["wall_seconds"] for r in done]), "over_d": ds,
+            "b_fit_total": exponent(ds, [r["report"]["seconds"]["total"] for r in done]),
+            "b_estimation": exponent(ds, [r["report"]["seconds"]["estimation"] for r in done])}
+    return out
+
+
+def _peaks(r: dict) -> dict:
+    kids = r["children_peak_rss_mb"]
+    return {"client_peak_rss_mb": r["client_peak_rss_mb"], "worker_peak_rss_mb": kids[:2]}
+
+
+def section_dask(cfg: dict, work: Path, methods: list[str], build_only: bool) -> dict:
+    n, n_em = cfg["dask_n"], cfg["dask_em_n"]
+    d = cfg["dask_d"]
+    full = build_bloom(work / f"adult{d}_{n}", n, d, cfg["batch"], seed=7)
+    sub = subset_folder(full, work / f"adult{d}_{n_em}", n_em // cfg["batch"])
+    if build_only:
+        return {}
+    jobs = {"moment": (full, n, ()), "em": (sub, n_em, cfg["dask_em_extra"])}
+    runs = []
+    for method in methods:
+        path, m, extra = jobs[method]
+        r = run_monitored(fit_args(path, method, work / f"model_dask_{method}.json", "--scheduler", "local",
+                                   *extra)) | {"section": "dask", "method": method, "n": m}
+        r |= _peaks(r)
+        runs.append(r)
+        print(json.dumps(r), flush=True)
+    return {"n": n, "runs": runs}
+
+
+def merge_dask(old: dict, new: dict) -> dict:
+    """Runs of both (a new run replaces the old one of its method); EM extrapolated linearly to n."""
+    runs = {r["method"]: r for r in old.get("runs", []) + new["runs"]}
+    out = {"n": new["n"], "runs": [runs[m] for m in sorted(runs)]}
+    if "em" in runs:
+        out["em_extrapolated_seconds"] = round(runs["em"]["wall_seconds"] * new["n"] / runs["em"]["n"], 1)
+    return out
+
+
+def section_marginals(cfg: dict, work: Path, build_only: bool) -> dict:
+    n, d = cfg["marg_n"], cfg["marg_d"]
+    path = work / f"marg_{n}_{d}.npz"
+    info = build_marginal_reports(path, n, d, cfg["epsilon"], cfg["batch"], seed=11)
+    if build_only:
+        return {}
+    r = run_monitored(fit_args(path, None, work / "model_marg.json")) | {"section": "marginals"}
+    out = {"collection": info, "fit": r}
+    print(json.dumps(r), flush=True)
+    return out
+
+
+def tables(res: dict) -> str:
+    """Markdown tables of saved results (``--table``)."""
+    lines = ["| method | d | wall s | estimation s | structure s (graph - estimation, junction tree) "
+             "| model fit s | peak RSS client / largest worker MB | load before-after |", "|---" * 8 + "|"]
+    for r in res.get("wide", {}).get("runs", []):
+        s = (r.get("report") or {}).get("seconds")
+        if s is None:
+            pp = r.get("per_pair", {})
+            lines.append(f"| {r['method']} | {r['d']} | stopped at {r['wall_seconds']:.0f} | serial "
+                         f"{pp.get('seconds_per_pair_serial')} s/pair x {pp.get('pairs_total')} | | | | |")
+            continue
+        kids = r["children_peak_rss_mb"]
+        lines.append(f"| {r['method']} | {r['d']} | {r['wall_seconds']:.1f} | {s['estimation']:.1f} | "
+                     f"{s['graph'] - s['estimation']:.1f}, {s['junction_tree']:.1f} | {s['model_fit']:.1f} | "
+                     f"{r['client_peak_rss_mb']:.0f} / {max(kids, default=0):.0f} | "
+                     f"{r['load_before'][0]:.1f}-{r['load_after'][0]:.1f} |")
+    for m, e in res.get("wide", {}).get("exponent_b", {}).items():
+        lines.append(f"\n{m}: b = {e['b']:.2f} (wall), {e['b_fit_total']:.2f} (fit total), "
+                     f"{e['b_estimation']:.2f} (estimation) over d = {e['over_d']}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="N = 10k, 20k, 40k")
+    ap.add_argument("--sections", default="fit", help="fit, or comma-separated among wide,dask,marginals")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     ap.add_argument("--methods", default="moment,em")
-    ap.add_argument("--sizes", help="comma-separated N (default: 125k..1M, or the quick ones)")
-    ap.add_argument("--workdir", default="/tmp/lopub-scale", help="reports and models go here")
-    ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--sizes", help="fit: comma-separated N (default: 125k..1M, or the quick ones)")
     ap.add_argument("--speedup-repeats", type=int, default=0, metavar="R",
-                    help="only the 1-vs-2-jobs speed-up: R alternating pairs of runs at the largest size")
+                    help="fit: only the 1-vs-2-jobs speed-up, R alternating pairs of runs at the largest size")
+    ap.add_argument("--build-only", action="store_true", help="only build the inputs (their time is no target)")
+    ap.add_argument("--wide-ds", help="comma-separated d for section wide (default 15,30,60,100)")
+    ap.add_argument("--em-timeout", type=float, default=900.0,
+                    help="seconds after which a wide EM fit is stopped and timed per pair instead")
+    ap.add_argument("--pair-sample", type=int, default=40, help="pairs timed when a wide EM fit is stopped")
+    ap.add_argument("--workdir", help="inputs and models (default /tmp/lopub-scale, /tmp/lopub-scale-10m)")
+    ap.add_argument("--out", help="JSON results (sections other than fit: merged into the file, "
+                                  "default docs/bench_scale_more.json; none with --quick)")
+    ap.add_argument("--table", action="store_true", help="print the tables of --out (no runs)")
     a = ap.parse_args(argv)
-    sizes = ([int(x) for x in a.sizes.split(",")] if a.sizes
-             else list(QUICK_SIZES if a.quick else FULL_SIZES))
+    if a.table:
+        print(tables(json.loads(Path(a.out or DOCS / "bench_scale_more.json").read_text())))
+        return
+    sections = [s.strip() for s in a.sections.split(",") if s.strip()]
+    if sections != ["fit"] and (not sections or set(sections) - {"wide", "dask", "marginals"}):
+        ap.error(f"--sections ({a.sections!r}): expected fit, or some of wide, dask, marginals")
     if a.speedup_repeats < 0:
         ap.error(f"--speedup-repeats must be >= 0, got {a.speedup_repeats}")
-    if a.speedup_repeats:
-        res = speedup(a.methods.split(","), max(sizes), Path(a.workdir), a.speedup_repeats)
-    else:
-        res = bench(a.methods.split(","), sorted(sizes), Path(a.workdir))
-    print(json.dumps(res["summary"], indent=2))
-    if a.out:
-        Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
+    methods = a.methods.split(",")
+    if sections == ["fit"]:
+        sizes = ([int(x) for x in a.sizes.split(",")] if a.sizes
+                 else list(QUICK_SIZES if a.quick else FULL_SIZES))
+        work = Path(a.workdir or "/tmp/lopub-scale")
+        res = (speedup(methods, max(sizes), work, a.speedup_repeats) if a.speedup_repeats
+               else bench(methods, sorted(sizes), work))
+        print(json.dumps(res["summary"], indent=2))
+        if a.out:
+            Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
+        return
+    cfg = dict(QUICK if a.quick else FULL)
+    if a.wide_ds:
+        cfg["wide_ds"] = tuple(int(x) for x in a.wide_ds.split(","))
+    work = Path(a.workdir or ("/tmp/lopub-scale-more-quick" if a.quick else "/tmp/lopub-scale-10m"))
+    work.mkdir(parents=True, exist_ok=True)
+    res = {}
+    for s in sections:
+        if s == "wide":
+            res[s] = section_wide(cfg, work, methods, a.em_timeout, a.pair_sample, a.build_only)
+        elif s == "dask":
+            res[s] = section_dask(cfg, work, methods, a.build_only)
+        else:
+            res[s] = section_marginals(cfg, work, a.build_only)
+    out = a.out or (None if a.quick else str(DOCS / "bench_scale_more.json"))
+    if out and not a.build_only:
+        old = json.loads(Path(out).read_text()) if Path(out).exists() else {}
+        stamp = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": a.quick}
+        if "wide" in res:
+            res["wide"] = merge_wide(old["wide"] if old.get("wide", {}).get("n") == res["wide"]["n"] else {},
+                                     res["wide"])
+        if "dask" in res:
+            prev = old.get("dask", {})
+            res["dask"] = merge_dask(prev if prev.get("n") == res["dask"]["n"] else {}, res["dask"])
+        old.update({k: v | stamp for k, v in res.items()})
+        old["params"] = {"m": M, "h": H, "f": F, "phi": PHI, "cores": os.cpu_count()}
+        Path(out).write_text(json.dumps(old, indent=2) + "\n")
+    print(json.dumps(res, indent=1)[:4000])
 
 
 if __name__ == "__main__":

@@ -1,32 +1,15 @@
-"""lopub vs the reference library multi-freq-ldpy: MSE and time, same data/epsilon/seeds.
+"""lopub vs the reference library multi-freq-ldpy: MSE and time, same data, epsilon and seeds.
 
-Installs nothing.  When ``multi_freq_ldpy`` is importable, runs both on the
-same values (n users, domain k, Zipf-like frequencies) for GRR, OUE, SUE,
-OLH, L-GRR, L-OSUE and ALLOMFREE (single attribute: L-GRR or L-OSUE by the
-variance rule).  Both sides use clip-and-renormalize (the reference's MI
-estimator), so MSE compares like with like.  The reference runs its client
-once per user (Python/numba loop) and its aggregators loop over users.
+Installs nothing: the reference runs when ``multi_freq_ldpy`` is importable (a private venv).  Both
+sides use clip-and-renormalize; times are collection + estimation averaged over ``--runs``, wall and
+CPU of this process (the speed-up uses CPU).  ``--ref-n 100000,200000`` times the reference on those
+prefixes only and extrapolates linearly to ``--n`` (marked EXTRAPOLATED).  The reference's numba
+clients keep their own random state: both states are seeded (``_seed_reference``).  Commands and
+figures: docs/bench_oracles.md.
 
-Times are collection + estimation, averaged over ``--runs``: wall clock
-(``time.perf_counter``) and CPU time of this process (``time.process_time``).
-On a shared machine the CPU time is the fairer figure; the speedup column
-uses it.
-
-``--ref-n 100000,200000`` runs the reference only on those prefixes of the
-data (lopub runs on the same prefixes too, for a like-for-like row), fits
-``time = a + b n`` through the reference's CPU times and prints the
-reference time at the full ``--n`` *extrapolated* from that line (marked
-``ref EXTRAPOLATED``); lopub is still measured at the full ``--n``.  Use it when the
-reference is too slow at full size (its OLH aggregation hashes every
-(user, value) pair in Python).
-
-The reference's unary clients are numba-jitted: numba keeps its own random
-state, which ``np.random.seed`` called from Python does not touch, so the
-script seeds both states (see ``_seed_reference``).
-
-    python pipelines/bench_vs_multifreq.py --n 100000 --k 20 --eps 1 --runs 5
-    python pipelines/bench_vs_multifreq.py --n 1000000 --k 100 --eps 1 --runs 3 --protocols l-grr,l-osue,allomfree
-    python pipelines/bench_vs_multifreq.py --n 1000000 --k 100 --eps 1 --runs 3 --protocols olh --ref-n 100000,200000
+``--equal-epsilon``: one-way marginals at equal epsilon on Adult's 9 categorical attributes and the
+embedded dataset, LoPub's Bloom reports vs the SPL / SMP oracles vs ALLOMFREE (MSE_avg, time), with
+the mean gain of ALLOMFREE over L-SUE and L-OUE (SMP) as in the ALLOMFREE paper.
 """
 from __future__ import annotations
 
@@ -125,6 +108,37 @@ def _row(label, lo, ref, note=""):
           f"{ref[1]:>10.3f}{ref[2]:>10.3f}{speed:>9.1f} {note}".rstrip(), flush=True)
 
 
+def gains(rows: list[dict]) -> str:
+    by = {(r["protocol"], r["epsilon"]): r["mse_avg"] for r in rows}
+    eps = sorted({r["epsilon"] for r in rows})
+    out = []
+    for base in ("smp-l-sue", "smp-l-oue"):
+        g = [1 - by[("allomfree", e)] / by[(base, e)] for e in eps
+             if by.get((base, e)) and by.get(("allomfree", e))]
+        if g:
+            out.append(f"mean gain of ALLOMFREE over {base}: {100 * np.mean(g):.1f}% "
+                       f"(per epsilon: {', '.join(f'{100 * x:.0f}%' for x in g)})")
+    return "\n".join(out)
+
+
+def equal_epsilon(a) -> None:
+    from lopub.collect.compare import ADULT_CATEGORICAL, DEFAULT_PROTOCOLS, compare, format_table
+    from lopub.datasets import embedded, load_adult
+
+    eps = [float(x) for x in a.epsilons.split(",")]
+    for name in a.datasets.split(","):
+        data = (load_adult().select(list(ADULT_CATEGORICAL)) if name == "adult"
+                else embedded(a.n_embedded, rng=a.seed))
+        print(f"\n== {name}: n={data.n}, d={len(data.domain.sizes)}, k={list(data.domain.sizes)}, "
+              f"runs={a.runs}, eps_1={a.eps1_ratio} eps_inf for longitudinal, "
+              f"L-GRR {a.lgrr_variant} ==", flush=True)
+        rows = compare(data.codes, data.domain.sizes, eps, (a.protocols or ",".join(DEFAULT_PROTOCOLS)).split(","),
+                       runs=a.runs, eps1_ratio=a.eps1_ratio, dataset=data, lgrr_variant=a.lgrr_variant,
+                       rng=a.seed + 1)
+        print(format_table(rows))
+        print(gains(rows), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=100_000)
@@ -132,13 +146,23 @@ def main() -> None:
     ap.add_argument("--eps", type=float, default=1.0, help="epsilon (eps_inf for longitudinal)")
     ap.add_argument("--eps1-ratio", type=float, default=0.6)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--protocols", default="grr,oue,sue,olh,l-grr,l-osue,allomfree")
+    ap.add_argument("--protocols", help="default grr,oue,sue,olh,l-grr,l-osue,allomfree (--equal-epsilon: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ref-n", default="",
                     help="comma-separated subsample sizes: time the reference only on these "
                          "prefixes and extrapolate linearly to --n (clearly labelled)")
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--equal-epsilon", action="store_true", help="the comparison on Adult and embedded data")
+    ap.add_argument("--epsilons", default="0.5,1,2,4,8", help="--equal-epsilon")
+    ap.add_argument("--lgrr-variant", choices=("paper", "exact"), default="paper",
+                    help="--equal-epsilon: L-GRR 'paper' (Eq. 13) or 'exact' (spends eps_1 fully)")
+    ap.add_argument("--n-embedded", type=int, default=20000, help="--equal-epsilon")
+    ap.add_argument("--datasets", default="adult,embedded", help="--equal-epsilon")
     a = ap.parse_args()
+    if a.equal_epsilon:
+        equal_epsilon(a)
+        return
+    a.protocols = a.protocols or "grr,oue,sue,olh,l-grr,l-osue,allomfree"
     have_ref = importlib.util.find_spec("multi_freq_ldpy") is not None and not a.skip_reference
     ref_ns = [int(x) for x in a.ref_n.split(",") if x.strip()]
     if any(m > a.n for m in ref_ns):

@@ -1,26 +1,11 @@
 """The suite of data shapes (issue 24 item 6): lopub's planned release against the baselines.
 
-Usage::
-
-    LOPUB_DATA_DIR=/path/to/datasets python -m pipelines.suite --quick   # a few minutes
-    LOPUB_DATA_DIR=/path/to/datasets nice python -m pipelines.suite      # the full grid
-    python -m pipelines.suite --table docs/suite.csv [more.csv ...]      # tables of saved runs
-
-Datasets (``pipelines.harness.datasets``): Adult as shipped (missing values
-kept as a category), retail top 20 / top 100 items, scikit-learn's
-breast_cancer, wine, diabetes (quantile-binned) and digits (64 binarized
-pixels), samples of pgmpy's bundled networks, and a synthetic chain of
-2-16-category attributes.  Methods (``pipelines.harness.methods``): lopub's
-planned release (``collect(protocol="auto")`` + ``fit``, defaults) against
-one attribute per user + independence, naive all-pairs with CALM's
-consistency, Bloom at its best h; central Gaussian noise on all pairs
-(scored on its consistent tables) is the reference, not a baseline.
-
-Every release is scored by its mean TVD over all 2-way marginals.  Each
-call runs under ``--timeout`` seconds; a method that timed out on a dataset
-is skipped on its later cells (shown as ``timeout`` / ``skipped``).  The rows
-go to ``--out`` (CSV, and Parquet beside it; ``--resume`` continues a run);
-``--docs`` rewrites the suite's section of ``docs/BENCHMARKS.md``.
+A configuration of :mod:`pipelines.harness`: the shapes of ``FULL`` / ``QUICK`` x epsilons x seeds;
+lopub's planned release (``collect(protocol="auto")`` + ``fit``) against one attribute per user,
+naive all-pairs with CALM's consistency and Bloom at its best h; central noise on all pairs is the
+reference.  Each call runs under ``--timeout``; rows go to ``--out`` (CSV + Parquet, ``--resume``
+continues), ``--table`` prints the tables of saved runs and ``--docs`` rewrites the suite's section
+of docs/BENCHMARKS.md (commands there).
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import pytest
 # pipelines/ is not an installed package: import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pipelines import bench_budgets  # noqa: E402
+from pipelines.harness import methods as hm  # noqa: E402
 
 
 def _finite(x) -> bool:
@@ -37,7 +38,7 @@ def test_quick_rows_have_every_release_with_finite_tvd(quick):
                *(v["tvd_model"] for v in r["base"].values())]
     assert all(_finite(x) for x in figures), figures
     assert all(0 <= x <= 1 for x in figures[:4])
-    assert r["base"]["bloom-best-h"]["h"] in bench_budgets.BLOOM_HS
+    assert r["base"]["bloom-best-h"]["h"] in hm.BLOOM_HS
 
 
 def test_quick_ratio_and_best_are_consistent(quick):
@@ -53,8 +54,8 @@ def test_quick_ratio_and_best_are_consistent(quick):
     # the Bloom baseline is the best of every (h, estimator) it ran
     bloom = r["base"]["bloom-best-h"]
     assert bloom["tvd_model"] == min(bloom["per_h"].values())
-    assert set(bloom["per_h"]) == {f"{h}/{m}" for h in bench_budgets.BLOOM_HS
-                                   for m in bench_budgets.BLOOM_METHODS}
+    assert set(bloom["per_h"]) == {f"{h}/{m}" for h in hm.BLOOM_HS
+                                   for m in hm.BLOOM_METHODS}
     # the recommended protocol's explicit figure is the planned release itself
     assert r["own"][r["recommended"]]["tvd_model"] == r["planned"]["tvd_model"]
 
@@ -68,8 +69,8 @@ def test_quick_verdicts_count_the_cells(quick):
 
 def test_zcdp_rho_inverts_the_conversion():
     for eps in (0.5, 4.0, 64.0):
-        rho = bench_budgets.zcdp_rho(eps)
-        assert rho + 2 * math.sqrt(rho * math.log(1 / bench_budgets.DELTA)) == pytest.approx(eps)
+        rho = hm.zcdp_rho(eps)
+        assert rho + 2 * math.sqrt(rho * math.log(1 / hm.DELTA)) == pytest.approx(eps)
 
 
 def _row(seed, planned, pairs, eps=4.0, fitted=1.0):

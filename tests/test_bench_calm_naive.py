@@ -1,4 +1,4 @@
-"""The naive CALM-style baseline of pipelines/bench_calm_naive.py: its consistency step and its run."""
+"""The naive CALM-style baseline of pipelines/bench_budgets.py --calm-naive: its consistency step and its run."""
 from __future__ import annotations
 
 import itertools
@@ -66,7 +66,7 @@ def test_rounds_must_be_positive():
 @pytest.mark.skipif(not os.environ.get("LOPUB_DATA_DIR"), reason="LOPUB_DATA_DIR is not set")
 def test_quick_run_scores_all_three_releases(tmp_path):
     out = tmp_path / "calm.json"
-    done = subprocess.run([sys.executable, str(ROOT / "pipelines" / "bench_calm_naive.py"), "--quick",
+    done = subprocess.run([sys.executable, str(ROOT / "pipelines" / "bench_budgets.py"), "--calm-naive", "--quick",
                            "--out", str(out)], capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     row = json.loads(out.read_text())["rows"][0]

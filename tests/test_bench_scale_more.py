@@ -1,4 +1,4 @@
-"""pipelines/bench_scale_more.py: the wide-data builder, the merging of runs and a --quick run."""
+"""pipelines/bench_scale.py --sections wide,dask,marginals: the wide-data builder, the merging of runs and a --quick run."""
 import json
 import math
 import sys
@@ -9,7 +9,7 @@ import pytest
 
 # pipelines/ is not an installed package: import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pipelines import bench_scale_more as bsm  # noqa: E402
+from pipelines import bench_scale as bsm  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_per_pair_timing_and_a_stopped_run(adult, tmp_path):
 @pytest.mark.slow  # real fits, two Dask clusters: about a minute
 def test_quick_run_measures_every_section(adult, tmp_path):
     out = tmp_path / "res.json"
-    bsm.main(["--quick", "--workdir", str(tmp_path / "work"), "--out", str(out)])
+    bsm.main(["--quick", "--sections", "wide,dask,marginals", "--workdir", str(tmp_path / "work"), "--out", str(out)])
     res = json.loads(out.read_text())
     wide = res["wide"]
     assert {(r["method"], r["d"]) for r in wide["runs"]} == {(m, d) for m in ("moment", "em")

@@ -170,3 +170,44 @@ def load(name: str, n: int | None = None, seed: int = 0):
     if name not in SOURCES:
         raise ValueError(f"dataset ({name!r}) must be one of {sorted(SOURCES)}")
     return SOURCES[name].load(n, seed)
+
+
+def _latent20(n, seed):
+    """20 binary survey-like answers driven by a 3-class latent variable: every pair dependent."""
+    import pandas as pd
+
+    from lopub.data.dataset import Dataset
+    from lopub.data.domain import Domain
+
+    n = 20_000 if n is None else n
+    g = np.random.default_rng(seed)
+    z = g.integers(0, 3, n)
+    p = g.beta(0.7, 0.7, size=(3, 20))
+    x = (g.random((n, 20)) < p[z]).astype(int)
+    cols = [f"q{j:02d}" for j in range(20)]
+    dom = Domain.from_categories({c: ["0", "1"] for c in cols})
+    return Dataset.from_pandas(pd.DataFrame({c: x[:, j].astype(str) for j, c in enumerate(cols)}), dom)
+
+
+def _alarm20(n, seed):
+    """The first 20 non-constant nodes of pgmpy's ALARM, each binarized as "most frequent value or not"."""
+    import pandas as pd
+    from pgmpy.sampling import BayesianModelSampling
+    from pgmpy.utils import get_example_model
+
+    from lopub.data.dataset import Dataset
+    from lopub.data.domain import Domain
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = BayesianModelSampling(get_example_model("alarm")).forward_sample(
+            size=20_000 if n is None else n, seed=seed, show_progress=False)
+    cols = [c for c in df.columns if df[c].nunique() > 1][:20]
+    out = pd.DataFrame({c: np.where(df[c] == df[c].mode()[0], "1", "0") for c in cols})
+    return Dataset.from_pandas(out, Domain.from_categories({c: ["0", "1"] for c in cols}))
+
+
+SOURCES.update({s.name: s for s in [
+    Source("latent20", "20 binary answers of a 3-class latent survey, 20,000 records (seed: the data)", _latent20),
+    Source("alarm20", "pgmpy's ALARM, 20 nodes binarized, 20,000 forward samples (seed: the data)", _alarm20),
+]})
