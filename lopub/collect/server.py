@@ -59,8 +59,11 @@ def _measure_group(plan: MarginalPlan, i: int, reports: Any, n_users: int, postp
     return m, np.clip(values, 0.0, 1.0).reshape(sub.sizes)
 
 
-def _with_sampling(m: Measurement, f: np.ndarray, independent: np.ndarray, n_users: int) -> Measurement:
-    """``m`` with the group-sampling term added to its variance (module docstring)."""
+def _with_sampling(m: Measurement, f: np.ndarray, n_users: int, independent: np.ndarray | None = None
+                   ) -> Measurement:
+    """``m`` with the group-sampling term added to its variance (module docstring; without
+    ``independent`` the plug-in ``f (1 - f)`` of the group's own table)."""
+    independent = f if independent is None else independent
     n_i, k = int(m.n or 1), f.size
     g = (n_i * f + k * independent) / (n_i + k)
     var = m.variance + g * (1 - g) * (1.0 / n_i - 1.0 / n_users)
@@ -103,7 +106,7 @@ def measure_marginals(reports: MarginalReports, *, plan: MarginalPlan | None = N
         independent = np.ones(())
         for a in m.attrs:
             independent = np.multiply.outer(independent, np.clip(one[a], 0.0, 1.0))
-        ms.append(_with_sampling(m, f, independent, reports.n))
+        ms.append(_with_sampling(m, f, reports.n, independent))
     return MarginalSource(plan.domain, ms, n=reports.n)
 
 

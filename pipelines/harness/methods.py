@@ -50,9 +50,19 @@ def planned_release(data, eps: float, seed: int):
 
 
 def planned(data, eps: float, seed: int) -> dict:
-    """lopub's planned release, as a user runs it with the defaults."""
+    """lopub's planned release, as a user runs it with the defaults; ``predicted``: the planner's
+    prediction of the pick (from the screen's tables after a two-phase collection)."""
     model, report, _ = planned_release(data, eps, seed)
-    return {"tvd": score(data, model), "pick": report.recommended}
+    return {"tvd": score(data, model), "pick": report.recommended,
+            "predicted": report.option(report.recommended).predicted_tvd}
+
+
+def planned_no_shrink(data, eps: float, seed: int) -> dict:
+    """The planned collection (same reports as ``planned``) fitted without the shrinkage priors."""
+    from lopub.collect import collect
+
+    reports, report = collect(data, eps, protocol="auto", rng=seed)
+    return {"tvd": score(data, fit_model(reports, shrink=False)), "pick": report.recommended}
 
 
 def own_protocol(protocol: str):
@@ -147,13 +157,13 @@ def tables_tvd(data, tables: dict) -> float:
 def naive_tvd(data, reports) -> float:
     """Mean 2-way TVD over all pairs of the consistent pair tables against the true data."""
     from lopub.collect import measure_marginals
-    from lopub.collect.server import _measure_group
+    from lopub.collect.server import _measure_group, _with_sampling
 
     sizes = reports.group_sizes()
     if sizes.min() > 0:
         ms = measure_marginals(reports).measurements()
     else:  # fewer users than pairs: only the pairs that got users are measured
-        ms = [_measure_group(reports.plan, i, rep, reports.n, "norm-sub")
+        ms = [_with_sampling(*_measure_group(reports.plan, i, rep, reports.n, "norm-sub"), reports.n)
               for i, rep in enumerate(reports.groups) if sizes[i] > 0]
     tables = {m.attrs: m.estimate for m in ms}
     variances = {m.attrs: float(m.sigma2) for m in ms}
@@ -234,6 +244,7 @@ def true_independence(data) -> float:
 #: every method by name, with its role in the tables
 METHODS = {
     "planned": planned,
+    "planned-no-shrink": planned_no_shrink,
     "marginals": own_protocol("marginals"),
     "one-attribute-own": own_protocol("one-attribute"),
     "bloom-own": own_protocol("bloom"),
@@ -244,7 +255,7 @@ METHODS = {
     "central": central,
     "central-tables": central_tables,
 }
-ROLES = {"planned": "lopub", "marginals": "lopub", "one-attribute-own": "lopub", "bloom-own": "lopub",
+ROLES = {"planned": "lopub", "planned-no-shrink": "lopub", "marginals": "lopub", "one-attribute-own": "lopub", "bloom-own": "lopub",
          "one-attribute": "baseline", "pairs-naive": "baseline", "pairs-fitted": "baseline",
          "bloom-best-h": "baseline", "central": "reference", "central-tables": "reference"}
 
