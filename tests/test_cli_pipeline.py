@@ -361,3 +361,24 @@ def test_mi_heatmap_legend_without_pruning(monkeypatch):
     plots.plot_mi(dependency_graph(embedded_model(), 0.4), "m.png")
     legend = [t.get_text() for t in figs[0].axes[0].get_legend().get_texts()]
     assert legend == ["edge (MI >= tau)", "diagonal (attribute itself)"]
+
+
+def test_fit_no_shrink_fits_the_measurements_alone(tmp_path, capsys):
+    """A noise-dominated collection (300 users, 8 columns, epsilon 0.5): the default fit says how much
+    of the one-way tables it kept; --no-shrink leaves the priors out (shrinkage None in --json)."""
+    from lopub.collect import MarginalPlan, collect_records
+
+    bn = embedded_model()
+    data = bn.sample(300, rng=2).select(list(bn.domain.attrs)[:8])
+    plan = MarginalPlan(data.domain, [(a,) for a in data.domain.attrs], 0.5)
+    collect_records(data, plan, rng=3).save(tmp_path / "r.npz")
+    summaries = {}
+    for flag in ([], ["--no-shrink"]):
+        capsys.readouterr()
+        assert main(["fit", str(tmp_path / "r.npz"), "--out", str(tmp_path / f"m{len(flag)}.json"), "--json",
+                     *flag]) == 0
+        summaries[bool(flag)] = json.loads(capsys.readouterr().out)["model_fit"]
+    assert summaries[True]["shrinkage"] is None
+    assert 0.0 <= summaries[False]["shrinkage"] < 1.0
+    assert main(["fit", str(tmp_path / "r.npz"), "--out", str(tmp_path / "m2.json")]) == 0
+    assert "shrunk towards uniform" in capsys.readouterr().out

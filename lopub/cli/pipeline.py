@@ -55,7 +55,10 @@ def _fit_text(rep: dict) -> str:
     if mf:
         lines.append(f"model fit: loss {mf['loss']:.6g}, {mf['iterations']} iterations, "
                      f"{'converged' if mf['converged'] else 'NOT converged'}, "
-                     f"{len(rep['measurements'])} measurements")
+                     f"{len(rep['measurements'])} measurements"
+                     + (f"; one-way tables shrunk towards uniform, {mf['shrinkage']:.0%} of their measured "
+                        "deviation kept (the rest is within their noise)" if mf.get("shrinkage") is not None
+                        and mf["shrinkage"] < 0.995 else ""))
     col = rep.get("collection")
     if col and col.get("protocol") == "marginals":
         lines.append(f"collection: marginal sampling, {len(col['subsets'])} attribute sets, "
@@ -133,7 +136,7 @@ def cmd_fit(a: argparse.Namespace) -> None:
     opts.update(scale_options(a, a.reports))
     options = FitOptions(phi=a.phi, method=a.method, prune=a.prune, model_phi=a.model_phi,
                          release=a.release, structure=a.structure, estimator_options=opts,
-                         clique_budget=a.clique_budget, heuristic=a.heuristic)
+                         clique_budget=a.clique_budget, heuristic=a.heuristic, shrink=a.shrink)
     res = fit(reports, options, progress=progress(a), warn=False)
     model, rep = res.model, res.report.to_dict()
     with staged_outputs(*outputs) as staged:  # the model and pictures all, or none replaced
@@ -376,6 +379,9 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
                         "noise, model size bounded by N and the noise; phi: the paper's MI >= tau(phi); "
                         "tree: a Chow-Liu tree (tiny budgets).  --prune and --model-phi imply phi")
     f.add_argument("--prune", action="store_true", help="entropy-based pruning of the pairs (Alg. 5)")
+    f.add_argument("--no-shrink", dest="shrink", action="store_false",
+                   help="release pgm: fit the measurements alone, without the empirical-Bayes priors that pull "
+                        "one-way tables lost in their noise towards uniform (lopub.model.pgm.shrink)")
     f.add_argument("--model-phi", type=float, help="build the junction tree / release on the MI graph at this phi instead (default: --phi); the reported graph stays at --phi")
     f.add_argument("--clique-budget", type=int, default=None,
                    help=f"largest clique joint in cells (default: {DEFAULT_CLIQUE_BUDGET:,} with --release "
