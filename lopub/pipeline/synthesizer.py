@@ -25,6 +25,7 @@ import inspect
 import os
 import time
 import warnings
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
@@ -38,12 +39,10 @@ from lopub.errors import DomainError
 from lopub.model.fit_result import FitReport
 from lopub.data.marginal import Marginal
 from lopub.model.graphical import Model
-from lopub.model.verdict import GOOD, ReleaseQualityWarning
+from lopub.model.verdict import GOOD, ReleaseQualityWarning, Verdict
 from lopub.estimate.registry import METHODS
 from lopub.pipeline.options import FitOptions
 from lopub.pipeline.steps import fit as fit_pipeline
-from lopub.pipeline.synthesizer_report import (  # noqa: F401 (re-exported)
-    CollectionReport, SynthesizerReport, _protocol_of, _reports_budget)
 from lopub.publish.synthesize import synthesize
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,6 +69,88 @@ PROTOCOLS = ("auto", "marginals", "one-attribute", "bloom")
 
 class NotFittedError(ValueError, AttributeError):
     """The synthesizer was used before :meth:`Synthesizer.fit` or :meth:`Synthesizer.fit_reports`."""
+
+
+@dataclass(frozen=True)
+class CollectionReport:
+    """How the reports a synthesizer was fitted to were collected.
+
+    Attributes
+    ----------
+    protocol : str
+        "bloom", "marginals" or "one-attribute" (what ran, after "auto").
+    epsilon_per_record : float
+        The privacy spent: every user's report is epsilon-LDP for the whole record.
+    n : int
+        Reports (users).
+    simulated : bool
+        True when :meth:`Synthesizer.fit` simulated the clients.
+    recommended : str or None
+        The planner's recommendation (simulation only).
+    predicted_tvd : float or None
+        The planner's predicted mean 2-way TVD of the protocol that ran.
+    privacy : str
+        One-line privacy statement.
+    warning : str or None
+        Above epsilon 10 per record: what such a budget means.
+    """
+
+    protocol: str
+    epsilon_per_record: float
+    n: int
+    simulated: bool
+    recommended: str | None
+    predicted_tvd: float | None
+    privacy: str
+    warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SynthesizerReport:
+    """``Synthesizer.fit_report_``: privacy spent, collection, model fit, times and warnings.
+
+    Attributes
+    ----------
+    collection : CollectionReport
+    fit : FitReport
+        :func:`lopub.pipeline.steps.fit`'s report (graph, cliques, per-stage seconds...).
+    seconds : dict
+        Seconds of the synthesizer's stages ("domain", "collect", "fit", "total").
+    """
+
+    collection: CollectionReport
+    fit: FitReport
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float:
+        """Privacy spent per record."""
+        return self.collection.epsilon_per_record
+
+    @property
+    def graph_size(self) -> dict[str, int]:
+        """Edges, cliques and the largest clique's cells of the fitted model."""
+        return {"edges": self.fit.edges, "cliques": len(self.fit.cliques),
+                "max_clique_cells": max(self.fit.clique_cells, default=0)}
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The release's verdict (:class:`~lopub.model.verdict.Verdict`; None for an older model file)."""
+        return Verdict.from_dict(self.fit.verdict)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The collection's warning (high epsilon), the fit's and the verdict's reasons."""
+        first = [self.collection.warning] if self.collection.warning else []
+        verdict = self.verdict
+        return first + list(self.fit.warnings) + ([] if verdict is None else verdict.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"collection": self.collection.to_dict(), "fit": self.fit.to_dict(),
+                "seconds": dict(self.seconds), "graph_size": self.graph_size, "warnings": self.warnings}
 
 
 class Synthesizer:
@@ -426,6 +507,23 @@ def _declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
                 a = Attribute(a.name, cats + extra, None, a.kind, a.missing)
         attrs.append(a)
     return Domain(tuple(attrs), domain.provenance)
+
+
+def _protocol_of(reports: Any) -> str:
+    """ "marginals", "one-attribute" (a plan of single attributes) or "bloom"."""
+    if isinstance(reports, MarginalReports):
+        return "one-attribute" if all(len(s) == 1 for s in reports.plan.subsets) else "marginals"
+    if getattr(reports, "spec", None) is None or not hasattr(reports, "n"):
+        raise TypeError(f"reports ({type(reports).__name__}) must be Bloom Reports, a ReportsDataset "
+                        "or MarginalReports")
+    return "bloom"
+
+
+def _reports_budget(reports: Any) -> tuple[float, Domain]:
+    """Per-record epsilon and domain of the reports."""
+    if isinstance(reports, MarginalReports):
+        return float(reports.plan.epsilon), reports.plan.domain
+    return float(reports.spec.epsilon), reports.spec.domain
 
 
 def _short(value: Any) -> str:
