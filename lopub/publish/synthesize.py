@@ -51,7 +51,7 @@ from lopub.errors import DomainError
 from lopub.io import atomic_write
 from lopub.limits import check_memory
 from lopub.model.graphical import Model, conditional_table
-from lopub.model.pgm.gum import condition_regions, refine_codes
+from lopub.model.pgm.gum import refine_codes
 
 
 def sample_codes(model: Model, n: int | None = None, *,
@@ -70,16 +70,8 @@ def sample_codes(model: Model, n: int | None = None, *,
         ``{attribute: label}``: draw from the model conditioned on these
         values (exact: evidence clamped in the junction tree); every record
         carries them.  A model with relaxed regions (measured sets in no
-        clique, ``model.meta["regions"]``) also updates the records toward
-        each region's table conditioned on the evidence
-        (:func:`~lopub.model.pgm.gum.condition_regions`), the tables
-        ``Model.query(..., where=)`` answers region sets from; like the
-        unconditional update this is approximate (GUM): on the embedded
-        model the region-answered conditional tables are within 0.3-0.8 of
-        the expected sampling TVD on average (worst set 2.5x), where the tree
-        alone gave 1.6-5.7x; sets the model answers from the tree then move
-        by the tree's disagreement with the regions (mean 1.1-3.5x), as in
-        unconditional draws (docs/BENCHMARKS.md, issue 26).
+        clique, ``model.meta["regions"]``) is conditioned through its tree
+        only: the regions' record updating applies to unconditional draws.
 
     Returns
     -------
@@ -131,11 +123,9 @@ def sample_codes(model: Model, n: int | None = None, *,
         new_codes = np.unravel_index(draw, dom.project(new).sizes)
         for a, c in zip(new, new_codes):
             codes[:, dom.index(a)] = c
-    regions = model.meta.get("regions") or []  # measured sets in no clique (lopub.model.pgm.relaxed)
-    if regions and where:  # records all carry the evidence: updating never changes it
-        regions = condition_regions(regions, dom, evidence_codes(model, where))
-    if regions:
-        codes = refine_codes(codes, dom, regions, rng=gen)
+    if model.meta.get("regions") and not where:  # measured sets in no clique (lopub.model.pgm.relaxed)
+        # (their tables are unconditional: a conditional draw stays the tree's exact conditional)
+        codes = refine_codes(codes, dom, model.meta["regions"], rng=gen)
     return Dataset(codes, dom)
 
 

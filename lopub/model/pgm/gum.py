@@ -16,39 +16,13 @@ data synthesis", USENIX Security 2021, Sec. 5 (Gradually Update Method).
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from lopub.data.domain import Domain
 
 ROUNDS = 8
-
-
-def condition_regions(regions: Sequence[dict], domain: Domain, evidence: Mapping[str, int]) -> list[dict]:
-    """The region tables a draw conditioned on ``evidence`` (``{attr: code}``) is updated toward.
-
-    A conditional query ``P(S | E)`` comes from a region only when the region
-    holds ``S`` and every evidence attribute (:meth:`lopub.model.graphical.Model.query`
-    projects ``S + E``), so each region holding all of ``E`` and more gives
-    its conditional table of the other attributes, ``P_R(R - E | E)``; a
-    region missing an evidence attribute answers no conditional query and is
-    left out, as is a region whose table gives the evidence no mass (the
-    tree's draw stands there; the query of that region raises
-    ``ZeroProbabilityError``).
-    """
-    out = []
-    for r in regions:
-        attrs = list(r["attrs"])
-        if not set(evidence) <= set(attrs) or len(attrs) == len(evidence):
-            continue
-        table = np.asarray(r["p"], dtype=float).reshape([domain.size(a) for a in attrs])
-        index = tuple(evidence[a] if a in evidence else slice(None) for a in attrs)
-        cond = table[index]
-        mass = float(cond.sum())
-        if mass > 0:
-            out.append({"attrs": [a for a in attrs if a not in evidence], "p": (cond / mass).ravel()})
-    return out
 
 
 def refine_codes(codes: np.ndarray, domain: Domain, regions: Sequence[dict], *,
