@@ -269,8 +269,9 @@ def _register_synthesize(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--n", type=int, help="records (default: the number of reports)")
     s.add_argument("--seed", type=seed_arg, help="seed; the same seed gives the same release")
     s.add_argument("--where", action="append", metavar="ATTR=LABEL",
-                   help="sample conditioned on this value (repeatable; exact under the model: every "
-                        "record has it, the rest drawn from P(. | conditions))")
+                   help="sample conditioned on this value (repeatable; exact under the model's junction "
+                        "tree: every record has it, the rest drawn from P(. | conditions); a model's "
+                        "relaxed regions then update the records, see docs/guide/conditional.md)")
     s.add_argument("--out", required=True, help="output .csv or .parquet")
     s.add_argument("--json", action="store_true")
     add_verbosity(s)

@@ -281,7 +281,8 @@ class Synthesizer:
         ``sample_from_conditions``): every record carries those values and the
         other attributes follow the model's exact conditional distribution
         (evidence clamped in the junction tree,
-        :func:`lopub.publish.synthesize.sample_codes`).  An unknown attribute
+        :func:`lopub.publish.synthesize.sample_codes`, which says how a model's
+        relaxed regions update the draw and the gap that heuristic leaves).  An unknown attribute
         or label raises ``DomainError``; a condition the model gives
         probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).
         """
