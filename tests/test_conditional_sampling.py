@@ -36,9 +36,9 @@ def model():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = fit(estimator=embedded_model(), phi=0.4).model
-    # conditional draws follow the junction tree exactly; the relaxed regions (measured sets in no
-    # clique, lopub.model.pgm.relaxed) answer queries but are not conditioned on (documented in
-    # sample_codes), so the exact reference here is the tree model's
+    # the tree model: its conditional draws are exact for every set.  The relaxed regions (measured
+    # sets in no clique, lopub.model.pgm.relaxed) update conditional draws by a heuristic that is
+    # within sampling error only for the regions' own sets: tests/test_conditional_regions.py
     m.meta.pop("regions", None)
     return m
 

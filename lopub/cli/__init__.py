@@ -7,15 +7,16 @@ one-line help) is :data:`lopub.cli._commands.COMMANDS`, and each module's
 * :mod:`~lopub.cli.collect`: ``schema``, ``encode``, ``privacy``, ``inspect-reports``,
   ``merge-reports``
 * :mod:`~lopub.cli.estimate`: ``estimate``
-* :mod:`~lopub.cli.pipeline`: ``fit``, ``synthesize``, ``query``, ``graph``,
-  ``evaluate`` and ``demo``
+* :mod:`~lopub.cli.pipeline`: ``fit``, ``synthesize``, ``query``, ``graph``
+  (its code in :mod:`~lopub.cli.graph`), ``evaluate`` and ``demo``
 * :mod:`~lopub.cli.oracles`: ``collect``, ``estimate-freq``, ``compare-protocols``
 * :mod:`~lopub.cli.release`: ``report``, ``export``
 * :mod:`~lopub.cli.plan`: ``plan``
 
 Shared helpers (output, errors and exit status, ``--quiet``/``--verbose``,
-progress) are in :mod:`lopub.cli._common`; the progress display and the
-remarks on stderr in :mod:`lopub.progress`.
+progress) are in :mod:`lopub.cli._common` (reading input files in
+:mod:`lopub.cli._inputs`); the progress display and the remarks on stderr in
+:mod:`lopub.progress`.
 
 Fast start: :func:`main` imports only the module of the command being run;
 the other commands get a placeholder parser with their help line, so

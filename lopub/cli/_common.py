@@ -1,6 +1,6 @@
 """Helpers shared by every ``lopub`` subcommand.
 
-Output (:func:`emit`), reading input (:func:`read_csv`, :func:`split_list`),
+Output (:func:`emit`), reading input (:func:`split_list`; files: :mod:`lopub.cli._inputs`, re-exported here),
 defaults taken from the library (:func:`default`), the ``--quiet`` and
 ``--verbose`` options, the progress display of a command (:func:`progress`)
 and running a command (:func:`run`): remarks and Python warnings through
@@ -21,17 +21,16 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn
 
 from lopub.errors import BudgetError
 from lopub.io import output_lock, unverified_reads
 from lopub.limits import memory_limit
 from lopub.cli._outputs import check_output_path, guard_outputs, input_paths
+from lopub.cli._inputs import (MAX_COLUMNS, NPZ_READERS, add_missing, dataset_from_file,  # noqa: F401 (re-exported)
+                                load_bloom_reports, read_csv, refuse_npz)
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-
     from lopub.progress import ConsoleProgress
 
 # numpy, tqdm (lopub._util, lopub.progress) and pandas are imported where used: `lopub --help`
@@ -61,194 +60,6 @@ def seed_arg(text: str) -> int:
     from lopub._util import seed_arg as parse_seed
 
     return parse_seed(text)
-
-
-def read_csv(path: str, na_values: Sequence[str] | None = None) -> pd.DataFrame:
-    """Read a data file with a header row, keeping every label as written.
-
-    CSV (any suffix but ``.parquet``/``.pq``): every column is read as text,
-    so ``None``, ``NA``, ``null``, ``nan``, ``TRUE``, ``01`` stay the labels
-    they spell.  Spaces around a value are not part of it (``a, b`` reads as
-    ``a`` and ``b``); quote a value to keep commas or quotes in it.  Missing
-    values are only empty cells, plus the cells equal to one of
-    ``na_values`` (``--na-values``).  Parquet: the file's own nulls are
-    missing, plus string cells in ``na_values``; labels are kept as stored
-    (spaces and the empty label included).
-    Clear errors when the file is missing or empty.
-    """
-    import pandas as pd  # here, not at the top: `lopub --help` must not load pandas
-
-    na = {str(v).strip() for v in (na_values or ())}
-    parquet = Path(path).suffix.lower() in (".parquet", ".pq")
-    try:
-        if parquet:
-            return _text_missing(_read_parquet(path), na, strip=False)
-        df = _read_csv_rows(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{'Parquet' if parquet else 'CSV'} file {path!r} does not exist") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"data file {path!r} is a folder") from None
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"CSV file {path!r} is empty") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"CSV file {path!r} is not UTF-8 text (it has the byte "
-                         f"{exc.object[exc.start]:#04x}); save it as UTF-8") from None
-    except pd.errors.ParserError as exc:
-        raise ValueError(f"CSV file {path!r} cannot be read: {' '.join(str(exc).split())}") from None
-    return _text_missing(df, na | {""}, strip=True)
-
-
-#: most columns a data file may have: each is an attribute of the domain, and a domain is
-#: planned, encoded and modelled attribute by attribute (a 10 MB header line is refused at once)
-MAX_COLUMNS = 10_000
-
-
-def _check_header_width(path: str) -> None:
-    """Refuse a CSV whose header row has more than :data:`MAX_COLUMNS` columns, reading only
-    that row (at most 64 MiB of it)."""
-    import csv
-
-    with open(path, encoding="utf-8", newline="") as fh:
-        line = fh.readline(64 * 2**20)
-    width = len(next(csv.reader([line]), []))
-    if width > MAX_COLUMNS:
-        raise ValueError(f"CSV file {path!r} has {width:,} columns in its header row; lopub handles "
-                         f"at most {MAX_COLUMNS:,} attributes (select the columns you need first)")
-
-
-def _read_csv_rows(path: str) -> pd.DataFrame:
-    """The CSV's header and rows, as text; a row longer than the header or a repeated
-    column name is an error (pandas would shift the columns or rename ``a`` to ``a.1``)."""
-    import pandas as pd
-
-    _check_header_width(path)
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, header=None,
-                      skipinitialspace=True, encoding="utf-8")
-    header = [str(c).strip() for c in raw.iloc[0]]
-    seen = set()
-    for c in header:  # loop over columns
-        if c in seen:
-            raise ValueError(f"CSV file {path!r} has the column {c!r} twice in its header row; "
-                             f"column names must be unique")
-        seen.add(c)
-    df = raw.iloc[1:].reset_index(drop=True)
-    df.columns = header
-    return df
-
-
-def _read_parquet(path: str) -> pd.DataFrame:
-    """A Parquet data file; categorical columns become their string labels."""
-    import pandas as pd
-
-    try:
-        df = pd.read_parquet(path)
-    except (ImportError, FileNotFoundError):
-        raise
-    except Exception as exc:  # pyarrow's own errors: not a Parquet file, damaged
-        raise ValueError(f"Parquet file {path!r} cannot be read: {exc}") from None
-    for c in df.columns:
-        if isinstance(df[c].dtype, pd.CategoricalDtype):
-            df[c] = df[c].astype(object).where(df[c].notna(), None)
-    return df
-
-
-def _text_missing(df: pd.DataFrame, na: set[str], *, strip: bool) -> pd.DataFrame:
-    """Text columns: strip surrounding spaces (CSV) and mark the ``na`` cells missing."""
-    import pandas as pd
-
-    for c in df.columns:
-        col = df[c]
-        if not (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
-            continue
-        text = col.str.strip() if strip else col
-        df[c] = text.mask(text.isin(na))
-    return df
-
-
-def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = None,
-                      missing: str = "category") -> Any:
-    """The records of a data file coded against ``domain``; errors name the file.
-
-    ``missing``: ``"category"`` codes a missing value as its attribute's
-    missing category (an error when the domain has none), ``"drop"`` drops
-    the rows holding a missing value in an attribute without one (with a
-    warning giving the count), ``"refuse"`` raises on any missing value.
-    """
-    from lopub.data.dataset import Dataset
-
-    df = read_csv(path, na_values)
-    try:
-        df = _missing_rows(df, domain, missing, path)
-        return Dataset.from_pandas(df, domain)
-    except ValueError as exc:  # DomainError: missing columns, unknown categories, no rows
-        raise type(exc)(f"data file {path!r}: {exc}") from None
-
-
-#: what reads each kind of ``.npz`` reports file
-NPZ_READERS = {"lopub-marginal-reports": ("marginal-sampling reports (lopub collect --protocol "
-                                          "auto|marginals|one-attribute)", "lopub fit"),
-               "lopub-oracle-reports": ("one-way oracle reports (lopub collect --protocol "
-                                        "grr|oue|olh|...)", "lopub estimate-freq")}
-
-
-def refuse_npz(path: str, command: str) -> None:
-    """A ``.npz`` reports file (zip magic) given to a command reading Bloom reports: ValueError
-    naming the file's kind and the command that reads it."""
-    from lopub.formats._io import npz_format
-
-    if not os.path.isfile(path):
-        return
-    with open(path, "rb") as fh:
-        if fh.read(2) != b"PK":
-            return
-    kind = npz_format(path)
-    what, reader = NPZ_READERS.get(kind or "", (f"a zip archive (format {kind!r})", None))
-    hint = f"; read it with {reader}" if reader else ""
-    raise ValueError(f"reports file {path!r} holds {what}, not the Bloom reports (Parquet file or "
-                     f"dataset folder) lopub {command} reads{hint}")
-
-
-def _missing_rows(df: pd.DataFrame, domain: Any, missing: str, path: str) -> pd.DataFrame:
-    """Apply ``--missing`` to the rows of ``df`` (see :func:`dataset_from_file`)."""
-    import pandas as pd
-
-    from lopub.errors import DomainError
-    from lopub.progress import warning
-
-    cols = [a.name for a in domain.attributes if a.name in df.columns]
-    if missing == "category" or not cols:
-        return df
-    if missing == "refuse":
-        bad = df[cols].isna().sum()
-        if bad.any():
-            raise DomainError(f"--missing refuse: missing values in {bad[bad > 0].to_dict()}")
-        return df
-    no_cat = [a.name for a in domain.attributes if a.name in df.columns and a.missing is None]
-    drop = df[no_cat].isna().any(axis=1) if no_cat else pd.Series(False, index=df.index)
-    if drop.any():
-        warning(f"--missing drop: {int(drop.sum())} of {len(df)} rows of {path!r} dropped for a "
-                f"missing value in {sorted(c for c in no_cat if df[c].isna().any())}")
-    return df[~drop].reset_index(drop=True)
-
-
-def add_missing(p: argparse.ArgumentParser) -> None:
-    """``--missing category|drop|refuse`` of the commands that code a data file."""
-    p.add_argument("--missing", choices=("category", "drop", "refuse"), default="category",
-                   help="missing cells: their attribute's missing category (default; the schema must "
-                        "have one: lopub schema keeps them so), drop the rows holding one in an "
-                        "attribute without that category, or refuse any")
-
-
-def load_bloom_reports(path: str, command: str = "estimate") -> Any:
-    """A Bloom reports file to estimate from: at least one report (else a clear error now,
-    not after the estimator's iterations)."""
-    from lopub.reports.bloom import Reports
-
-    refuse_npz(path, command)
-    reports = Reports.load(path)
-    if reports.n == 0:
-        raise ValueError(f"reports file {path!r} holds no reports (n = 0); nothing to estimate from")
-    return reports
 
 
 def add_na_values(p: argparse.ArgumentParser) -> None:

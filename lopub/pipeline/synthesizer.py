@@ -25,7 +25,6 @@ import inspect
 import os
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
@@ -36,14 +35,15 @@ from lopub.data.dataset import Dataset
 from lopub.data.schema import infer_domain
 from lopub.data.domain import Attribute, Domain
 from lopub.errors import DomainError
-from lopub.model.fit_result import FitReport
 from lopub.data.marginal import Marginal
 from lopub.model.graphical import Model
-from lopub.model.verdict import GOOD, ReleaseQualityWarning, Verdict
-from lopub.estimate.registry import METHODS
+from lopub.model.verdict import GOOD, ReleaseQualityWarning
 from lopub.pipeline.options import FitOptions
 from lopub.pipeline.steps import fit as fit_pipeline
 from lopub.publish.synthesize import synthesize
+from lopub.pipeline import synth_files as _files
+from lopub.pipeline.synth_reports import (FORMAT, PROTOCOLS, VERSION, CollectionReport,
+                                          NotFittedError, SynthesizerReport)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lopub.dependency.graph import DependencyGraph
@@ -51,10 +51,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from lopub.reports.dataset import ReportsDataset
 
     AnyReports = Union[Reports, ReportsDataset, MarginalReports]
-
-FORMAT = "lopub-synthesizer"
-VERSION = 1
-
 
 _FIT_DEFAULTS = FitOptions()
 
@@ -64,93 +60,6 @@ def _default(func: Callable, name: str) -> Any:
     return inspect.signature(func).parameters[name].default
 
 
-PROTOCOLS = ("auto", "marginals", "one-attribute", "bloom")
-
-
-class NotFittedError(ValueError, AttributeError):
-    """The synthesizer was used before :meth:`Synthesizer.fit` or :meth:`Synthesizer.fit_reports`."""
-
-
-@dataclass(frozen=True)
-class CollectionReport:
-    """How the reports a synthesizer was fitted to were collected.
-
-    Attributes
-    ----------
-    protocol : str
-        "bloom", "marginals" or "one-attribute" (what ran, after "auto").
-    epsilon_per_record : float
-        The privacy spent: every user's report is epsilon-LDP for the whole record.
-    n : int
-        Reports (users).
-    simulated : bool
-        True when :meth:`Synthesizer.fit` simulated the clients.
-    recommended : str or None
-        The planner's recommendation (simulation only).
-    predicted_tvd : float or None
-        The planner's predicted mean 2-way TVD of the protocol that ran.
-    privacy : str
-        One-line privacy statement.
-    warning : str or None
-        Above epsilon 10 per record: what such a budget means.
-    """
-
-    protocol: str
-    epsilon_per_record: float
-    n: int
-    simulated: bool
-    recommended: str | None
-    predicted_tvd: float | None
-    privacy: str
-    warning: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class SynthesizerReport:
-    """``Synthesizer.fit_report_``: privacy spent, collection, model fit, times and warnings.
-
-    Attributes
-    ----------
-    collection : CollectionReport
-    fit : FitReport
-        :func:`lopub.pipeline.steps.fit`'s report (graph, cliques, per-stage seconds...).
-    seconds : dict
-        Seconds of the synthesizer's stages ("domain", "collect", "fit", "total").
-    """
-
-    collection: CollectionReport
-    fit: FitReport
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def epsilon(self) -> float:
-        """Privacy spent per record."""
-        return self.collection.epsilon_per_record
-
-    @property
-    def graph_size(self) -> dict[str, int]:
-        """Edges, cliques and the largest clique's cells of the fitted model."""
-        return {"edges": self.fit.edges, "cliques": len(self.fit.cliques),
-                "max_clique_cells": max(self.fit.clique_cells, default=0)}
-
-    @property
-    def verdict(self) -> Verdict | None:
-        """The release's verdict (:class:`~lopub.model.verdict.Verdict`; None for an older model file)."""
-        return Verdict.from_dict(self.fit.verdict)
-
-    @property
-    def warnings(self) -> list[str]:
-        """The collection's warning (high epsilon), the fit's and the verdict's reasons."""
-        first = [self.collection.warning] if self.collection.warning else []
-        verdict = self.verdict
-        return first + list(self.fit.warnings) + ([] if verdict is None else verdict.warnings)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"collection": self.collection.to_dict(), "fit": self.fit.to_dict(),
-                "seconds": dict(self.seconds), "graph_size": self.graph_size, "warnings": self.warnings}
 
 
 class Synthesizer:
@@ -372,7 +281,8 @@ class Synthesizer:
         ``sample_from_conditions``): every record carries those values and the
         other attributes follow the model's exact conditional distribution
         (evidence clamped in the junction tree,
-        :func:`lopub.publish.synthesize.sample_codes`).  An unknown attribute
+        :func:`lopub.publish.synthesize.sample_codes`, which says how a model's
+        relaxed regions update the draw and the gap that heuristic leaves).  An unknown attribute
         or label raises ``DomainError``; a condition the model gives
         probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).
         """
@@ -440,59 +350,9 @@ class Synthesizer:
             :func:`lopub.publish.synthesize.synthesize`.  Or another
             synthesizer version.
         """
-        model = Model.load(path)
-        meta = model.meta.get("synthesizer")
-        fit = model.meta.get("fit")
-        if not isinstance(meta, dict) and isinstance(fit, dict):
-            return cls._from_fit(model, fit, path)
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT or not isinstance(fit, dict):
-            raise ValueError(f"{os.fspath(path)!r} is a model file without a synthesizer "
-                             f"(meta['synthesizer'] of format {FORMAT!r} and meta['fit']); "
-                             f"{_HOW_TO_SAMPLE.format(path=os.fspath(path))}")
-        if meta.get("version") != VERSION:
-            raise ValueError(f"{os.fspath(path)!r}: synthesizer version ({meta.get('version')!r}) "
-                             f"must be {VERSION}")
-        params = dict(meta["params"])
-        params["domain"] = model.domain if params.get("domain") == "model" else None
-        self = cls(**params)
-        self.model_, self.domain_ = model, model.domain
-        self.fit_report_ = SynthesizerReport(CollectionReport(**meta["collection"]), FitReport(**fit),
-                                             dict(meta.get("seconds", {})))
-        self.verdict_ = self.fit_report_.verdict
-        return self
-
-    @classmethod
-    def _from_fit(cls, model: Model, fit: dict, path: str | os.PathLike) -> "Synthesizer":
-        """A fitted synthesizer from a ``lopub fit`` model (see :meth:`load`)."""
-        coll = fit.get("collection")
-        coll = coll if isinstance(coll, dict) else {}
-        eps = coll.get("epsilon_per_record")
-        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
-            raise ValueError(f"{os.fspath(path)!r} is a model fitted without collection parameters "
-                             f"(meta['fit']['collection'] is {fit.get('collection')!r}): no privacy budget to give a "
-                             f"Synthesizer; {_HOW_TO_SAMPLE.format(path=os.fspath(path))}")
-        protocol = coll.get("protocol") if coll.get("protocol") in PROTOCOLS else "auto"
-        params: dict[str, Any] = {"epsilon": float(eps), "protocol": protocol, "domain": model.domain}
-        for name in ("method", "release", "structure", "clique_budget"):
-            value = fit.get(name)
-            # the recorded method of marginal-sampling reports ("marginal-sampling") names no
-            # Bloom estimator: the default stays (it applies to Bloom reports only)
-            if value is not None and (name != "method" or value in METHODS):
-                params[name] = value
-        self = cls(**params)
-        text, warning = privacy_statement(float(eps))
-        info = CollectionReport(protocol=str(coll.get("protocol")), epsilon_per_record=float(eps),
-                                n=int(model.n or 0), simulated=False, recommended=None,
-                                predicted_tvd=None, privacy=text, warning=warning)
-        self.model_, self.domain_ = model, model.domain
-        self.fit_report_ = SynthesizerReport(info, FitReport(**fit), dict(fit.get("seconds") or {}))
-        self.model_.meta["synthesizer"] = self._meta()
-        return self
+        return _files.load(cls, path)
 
 
-_HOW_TO_SAMPLE = ("sample it with: from lopub.model.graphical import Model; "
-                  "from lopub.publish.synthesize import synthesize; "
-                  "synthesize(Model.load({path!r}), n, rng=seed) (or `lopub synthesize {path} --n N`)")
 
 
 def _declared_order(domain: Domain, df: pd.DataFrame) -> Domain:

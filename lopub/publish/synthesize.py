@@ -28,7 +28,9 @@ multiplied by the indicator of the evidence and by the messages of its
 children (leaves first, :func:`clamped_tables`), so each clique's table is
 ``P(new, evidence below | sep)``; sampling top-down from these tables draws
 exactly from the posterior.  A condition of probability zero under the model
-raises :class:`~lopub.data.marginal.ZeroProbabilityError`.
+raises :class:`~lopub.data.marginal.ZeroProbabilityError`.  A model's relaxed
+regions then update the draw as :func:`sample_codes` says (a heuristic: exact
+for the tree, within sampling error for the regions' sets).
 
 References
 ----------
@@ -51,7 +53,7 @@ from lopub.errors import DomainError
 from lopub.io import atomic_write
 from lopub.limits import check_memory
 from lopub.model.graphical import Model, conditional_table
-from lopub.model.pgm.gum import refine_codes
+from lopub.model.pgm.gum import condition_regions, refine_codes
 
 
 def sample_codes(model: Model, n: int | None = None, *,
@@ -70,8 +72,19 @@ def sample_codes(model: Model, n: int | None = None, *,
         ``{attribute: label}``: draw from the model conditioned on these
         values (exact: evidence clamped in the junction tree); every record
         carries them.  A model with relaxed regions (measured sets in no
-        clique, ``model.meta["regions"]``) is conditioned through its tree
-        only: the regions' record updating applies to unconditional draws.
+        clique, ``model.meta["regions"]``) also updates the conditional draw
+        toward every region that holds all of ``where``, conditioned on it
+        (:func:`lopub.model.pgm.gum.condition_regions`; a clamped attribute
+        never changes), so a set inside such a region follows
+        :meth:`Model.query(set, where) <lopub.model.graphical.Model.query>`,
+        which answers it from that region; other regions are left out, their
+        sets given ``where`` being answered from the tree.  The record
+        updating is a heuristic (as for unconditional draws): region sets
+        agree within sampling error, while the sets the model answers from
+        the tree move off the tree's exact conditional by at most the
+        fraction of records the updating replaces (measured in
+        ``tests/test_conditional_regions.py``: 5 to 33 % of records, TVD
+        gaps up to about 0.02 at 20,000 records on the embedded model).
 
     Returns
     -------
@@ -123,9 +136,11 @@ def sample_codes(model: Model, n: int | None = None, *,
         new_codes = np.unravel_index(draw, dom.project(new).sizes)
         for a, c in zip(new, new_codes):
             codes[:, dom.index(a)] = c
-    if model.meta.get("regions") and not where:  # measured sets in no clique (lopub.model.pgm.relaxed)
-        # (their tables are unconditional: a conditional draw stays the tree's exact conditional)
-        codes = refine_codes(codes, dom, model.meta["regions"], rng=gen)
+    regions = model.meta.get("regions")  # measured sets in no clique (lopub.model.pgm.relaxed)
+    if regions and where:  # each region holding the evidence, conditioned on it (lopub.model.pgm.gum)
+        regions = condition_regions(regions, dom, evidence_codes(model, where))
+    if regions:
+        codes = refine_codes(codes, dom, regions, rng=gen)
     return Dataset(codes, dom)
 
 

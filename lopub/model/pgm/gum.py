@@ -9,6 +9,15 @@ deficit (whole records, so their other attributes stay jointly plausible;
 when a deficit cell holds no record, only the region's attributes are set).
 ``alpha`` decays over rounds; all steps are vectorized over records.
 
+Conditional draws (evidence ``E = {attr: code}`` clamped in the tree) use
+:func:`condition_regions`: a region ``R`` that holds every attribute of ``E``
+becomes the table ``P_R(R minus E | E)`` over its free attributes -- exactly what
+:meth:`lopub.model.graphical.Model.query` answers for a subset of ``R`` given ``E``
+-- and the other regions are left out, because the model answers their sets
+given ``E`` from the tree (it holds no joint of ``R`` and ``E``), which the tree's
+conditional draws follow exactly.  The updating moves whole records (all of
+them carry ``E``) or sets free attributes only, so a clamped attribute never changes.
+
 References
 ----------
 Zhang, Xiao, Yang, Wang, Chen, Wang, Shen, "PrivSyn: differentially private
@@ -16,7 +25,7 @@ data synthesis", USENIX Security 2021, Sec. 5 (Gradually Update Method).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -66,3 +75,25 @@ def _step(x: np.ndarray, idx: list[int], sizes: list[int], target: np.ndarray, a
     vals = np.unravel_index(dest[~have], sizes)
     for j, i in enumerate(idx):
         x[pick[~have], i] = vals[j]
+
+
+def condition_regions(regions: Sequence[dict], domain: Domain, evidence: Mapping[str, int]) -> list[dict]:
+    """The region tables to update a draw conditioned on ``evidence`` (``{attr: code}``) toward.
+
+    A region holding every evidence attribute: ``{"attrs": free, "p": P_R(free | evidence)}``
+    with ``free`` its other attributes (none: left out; a region that gives the evidence
+    probability zero: left out, as it defines no conditional).  Any other region: left out
+    (see the module docstring).
+    """
+    out = []
+    for r in regions:
+        attrs = list(r["attrs"])
+        if not set(evidence) <= set(attrs) or len(attrs) == len(evidence):
+            continue
+        t = np.asarray(r["p"], dtype=float).reshape([domain.size(a) for a in attrs])
+        t = t[tuple(evidence[a] if a in evidence else slice(None) for a in attrs)]
+        mass = float(t.sum())
+        if not mass > 0:
+            continue
+        out.append({"attrs": [a for a in attrs if a not in evidence], "p": (t / mass).ravel()})
+    return out
