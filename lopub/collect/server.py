@@ -125,6 +125,15 @@ class MarginalSource:
         self.domain = domain
         self._ms = check_measurements(list(measurements), domain)
         self.n = int(n)
+        self._holding: dict[str, set[int]] = {}  # attribute -> indices of the measurements holding it
+        for i, m in enumerate(self._ms):
+            for a in m.attrs:
+                self._holding.setdefault(a, set()).add(i)
+
+    def _holders(self, attrs: Sequence[str]) -> list[int]:
+        """Indices of the measurements whose sets contain all of ``attrs`` (in measurement order)."""
+        sets = [self._holding.get(a, set()) for a in attrs]
+        return sorted(set.intersection(*sets)) if sets else list(range(len(self._ms)))
 
     def measurements(self) -> list[Measurement]:
         """All measurements, one per measured subset."""
@@ -136,8 +145,7 @@ class MarginalSource:
 
     def covers(self, attrs: Sequence[str]) -> bool:
         """Whether some measured subset contains all of ``attrs``."""
-        want = set(attrs)
-        return any(want <= set(m.attrs) for m in self._ms)
+        return bool(self._holders(list(dict.fromkeys(attrs))))
 
     def marginal(self, attrs: Sequence[str]) -> Measurement:
         """Table of ``attrs`` (axes in this order) from the measurements containing them.
@@ -151,7 +159,7 @@ class MarginalSource:
         """
         attrs = list(attrs)
         self.domain.indices(attrs)  # unknown or duplicate names: DomainError naming them
-        found = [m.project(attrs) for m in self._ms if set(attrs) <= set(m.attrs)]
+        found = [self._ms[i].project(attrs) for i in self._holders(attrs)]
         if not found:
             raise NotMeasuredError(f"attrs {attrs} were not measured: no measured subset contains "
                                    f"them (measured: {[list(s) for s in self.measured_sets()]}); "

@@ -148,11 +148,16 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
     empirical Bayes approach", JASA 1973.
     """
     pooled = []
+    holding: dict[str, set[int]] = {}  # attribute -> indices of the outside measurements holding it
+    for i, m in enumerate(outside):
+        for a in m.attrs:
+            holding.setdefault(a, set()).add(i)
     for key in dict.fromkeys(frozenset(m.attrs) for m in outside):
         # the set's own measurements first, then the projections of every outside superset:
         # a pair measured by a few users and inside a triple measured by many gets both
-        same = [x for x in outside if frozenset(x.attrs) == key]
-        same += [x for x in outside if key < frozenset(x.attrs)]
+        holders = sorted(set.intersection(*(holding[a] for a in key)))
+        same = [outside[i] for i in holders if frozenset(outside[i].attrs) == key]
+        same += [outside[i] for i in holders if frozenset(outside[i].attrs) != key]
         pooled.append(_pool(same) if len(same) > 1 else same[0])
     fits = [region_table(m, lambda s: model_project(s).values, cliques) for m in pooled]
     base = [model_project(list(m.attrs)).values for m in pooled]
