@@ -20,7 +20,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 1-3, Eq. 32, Sec. VI-B.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -63,8 +62,7 @@ def run_block(log, ds, name, sampling, f, ks, count, methods, seed, prog) -> Non
             for m in methods]
     left = [j for j in jobs if not log.done(dataset=name, sampling=sampling, k=j[0], f=f,
                                             method=j[3], subset=j[1])]
-    for _ in range(len(jobs) - len(left)):
-        prog.step(skipped=True)
+    prog.skip(len(jobs) - len(left))
     if not left:
         return
     part = runner.paper_sample(ds, name, sampling, seed)
@@ -124,12 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samplings", nargs="+", default=["paper", "full"], choices=["paper", "full"])
     p.add_argument("--ks", nargs="+", type=int, default=None,
                    help="override k (default: Adult 2 3, retail 3 5)")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "estimation.csv", KEY)
     count = args.subsets or (2 if args.quick else 100)
     samplings = ["paper"] if args.quick and args.samplings == ["paper", "full"] else args.samplings
     fs = runner.resolve_fs(args)
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "estimation.csv", KEY, fresh=args.fresh)
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     ks = {n: tuple(args.ks or runner.DATA[n].ks) for n in args.datasets}
@@ -142,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 run_block(log, ds, name, sampling, f, ks[name], count, args.methods, args.seed, prog)
     summary = summarize(log.frame())
     runner.write_table(summary, args.out / "summary.csv")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(summary, args.out, sorted(summary.f.unique()))
-    return 0
+    return runner.finish(args, fs, log, lambda _, out: plot(summary, out, sorted(summary.f.unique())))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4, Eq. 24, Eq. 26, Sec. VI-C.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -80,11 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"],
                    help="records used: all ('full') or the paper's share ('paper')")
     p.add_argument("--phi", type=float, default=None, help="override phi (default Adult 0.4, retail 0.25)")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "correlation.csv", KEY)
     fs = runner.resolve_fs(args)
     samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "correlation.csv", KEY, fresh=args.fresh)
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods), NAME)
@@ -96,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             for f in fs:
                 left = [m for m in args.methods
                         if not log.done(dataset=name, sampling=smp, f=f, method=m)]
-                for _ in range(len(args.methods) - len(left)):
-                    prog.step(skipped=True)
+                prog.skip(len(args.methods) - len(left))
                 if not left:
                     continue
                 if part is None:
@@ -111,10 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                     log.append(row)
                     prog.step(f"{name} {smp} f={f:g} {m}: accuracy {row['accuracy']:.3f}, "
                               f"+{row['added']} -{row['lost']} ({row['seconds']:.1f}s)")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(log.frame(), args.out)
-    return 0
+    return runner.finish(args, fs, log, plot)
 
 
 if __name__ == "__main__":

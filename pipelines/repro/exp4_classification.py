@@ -32,7 +32,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4-6, Sec. VI-D.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -161,11 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="largest clique joint in cells (lopub.pipeline.steps.fit; its default is 50,000)")
     p.add_argument("--max-train", type=int, default=20000,
                    help="classifiers see at most this many (seeded) training records")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "classification.csv", KEY)
     fs = runner.resolve_fs(args)
     methods = list(args.methods)[:2] if args.quick else list(args.methods)
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "classification.csv", KEY, fresh=args.fresh)
     if args.redo:  # the method releases only; baselines and the independence release stay
         log.drop(dataset=args.datasets, f=fs, release=methods)
     prog = runner.Progress(len(args.datasets) * (len(fs) * (len(methods) + 1) + 3), NAME)
@@ -187,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             left = [m for m in methods if not log.done(dataset=name, f=f, release=m, classifier="rf")]
             ind = not log.done(dataset=name, f=f, release="independent", classifier="rf")
             if not left and not ind:
-                for _ in range(len(methods) + 1):
-                    prog.step(skipped=True)
+                prog.skip(len(methods) + 1)
                 continue
             eps = runner.make_spec(tr, f).epsilon
             left = left or methods[:1]  # the independence release needs one estimator session
@@ -202,10 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                         log.append(row(name, f, rel, clf, acc[clf], tr.n,
                                        {"fit_seconds": sec, "eps_per_record": eps, **info}))
                 prog.step(f"{name} f={f:g} {rel}: RF {np.mean(list(acc['rf'].values())):.3f}")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(log.frame(), args.out)
-    return 0
+    return runner.finish(args, fs, log, plot)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 1-6, Sec. VI.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -70,12 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"])
     p.add_argument("--prune", nargs="+", default=["no"], choices=["no", "yes"],
                    help="run without and/or with Alg. 5 pruning")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "pipeline_time.csv", KEY)
     fs = runner.resolve_fs(args)
     samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
     prunes = [x == "yes" for x in args.prune]
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "pipeline_time.csv", KEY, fresh=args.fresh)
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods, prune=prunes)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods) * len(prunes),
@@ -87,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             for f in fs:
                 jobs = [(m, pr) for m in args.methods for pr in prunes
                         if not log.done(dataset=name, sampling=smp, f=f, method=m, prune=pr)]
-                for _ in range(len(args.methods) * len(prunes) - len(jobs)):
-                    prog.step(skipped=True)
+                prog.skip(len(args.methods) * len(prunes) - len(jobs))
                 if not jobs:
                     continue
                 t0 = time.perf_counter()
@@ -103,10 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                     log.append(row)
                     prog.step(f"{name} {smp} f={f:g} {m}{' pruned' if pr else ''}: "
                               f"{row['total_seconds']:.1f}s ({row['edges']} edges)")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(log.frame(), args.out)
-    return 0
+    return runner.finish(args, fs, log, plot)
 
 
 if __name__ == "__main__":

@@ -43,9 +43,8 @@ def plot(df: pd.DataFrame, out) -> object:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     p = runner.base_parser(NAME, __doc__.splitlines()[0])
-    args = p.parse_args(argv)
+    args, _ = runner.start(p, argv)
     fs = runner.resolve_fs(args) if args.fs or args.quick else tuple(np.round(np.arange(0.1, 0.91, 0.1), 2))
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
     path = runner.write_privacy(args.out, args.datasets, fs)
     df = pd.read_csv(path)
     print(df.to_string(index=False), file=sys.stderr)

@@ -1,27 +1,10 @@
-"""Shared runner for the LoPub reproduction experiments.
+"""Shared runner of the LoPub reproduction experiments (Ren et al., IEEE TIFS 2018, Sec. VI).
 
-Every experiment script in :mod:`pipelines.repro` uses the same pieces:
-
-* :func:`base_parser` -- the common command line (``--quick``, ``--out``,
-  ``--seed``, ``--datasets``, ``--fs``, ``--methods``, ``--rows``, ``--fresh``);
-* :class:`ResultLog` -- a resumable CSV log: one row per finished
-  configuration, appended and flushed as soon as it is computed; a rerun skips
-  every configuration whose key is already in the file, so an interrupted run
-  loses at most the row in progress;
-* :class:`Progress` -- ``[i/total]`` lines with elapsed time and ETA on stderr;
-* :func:`load_data` / :func:`train_test` / :func:`paper_sample` -- datasets,
-  the documented splits and the paper's sampling, all seeded;
-* :func:`seed_for` -- a per-configuration seed derived from the base seed and
-  the configuration key, so results do not depend on the order (or
-  interruption) of a run;
-* :func:`privacy_rows` / :func:`privacy_caption` -- the epsilon each f gives
-  (per attribute and per record, LoPub Eq. 8), written beside every plot;
-* :func:`save_figure` -- atomic PNG writes with the Agg backend.
-
-References
-----------
-Ren et al., "LoPub: High-Dimensional Crowdsourced Data Publication with Local
-Differential Privacy", IEEE TIFS 2018, Sec. VI (evaluation), Eq. 8, Eq. 32.
+The common command line (:func:`base_parser`, :func:`start`, :func:`finish`), a
+resumable CSV log (:class:`ResultLog`: one row per finished configuration,
+flushed at once; a rerun skips what is logged), progress lines, the datasets,
+splits and the paper's sampling, per-configuration seeds (:func:`seed_for`,
+independent of run order), the privacy record (Eq. 8) and atomic figure writes.
 """
 from __future__ import annotations
 
@@ -112,6 +95,22 @@ def base_parser(name: str, description: str, *, methods: Sequence[str] = (),
                         "in the log (e.g. after an estimator changed); other rows are kept")
     p.add_argument("--no-plot", action="store_true", help="only write the CSV log")
     return p
+
+
+def start(p: argparse.ArgumentParser, argv: Sequence[str] | None, log_name: str | None = None,
+          key: Sequence[str] = ()) -> tuple[argparse.Namespace, ResultLog | None]:
+    """Parse ``argv``, record the command line in ``COMMANDS.txt`` and open the result log."""
+    args = p.parse_args(argv)
+    record_run(args.out, p.prog.rsplit(".", 1)[1], sys.argv[1:] if argv is None else argv)
+    return args, None if log_name is None else ResultLog(args.out / log_name, key, fresh=args.fresh)
+
+
+def finish(args: argparse.Namespace, fs: Iterable[float], log: ResultLog, plot) -> int:
+    """Write the privacy record beside the log and, unless ``--no-plot``, the plots of the log."""
+    write_privacy(args.out, args.datasets, fs)
+    if not args.no_plot:
+        plot(log.frame(), args.out)
+    return 0
 
 
 def resolve_fs(args: argparse.Namespace) -> tuple[float, ...]:
@@ -235,6 +234,11 @@ class Progress:
         self.total, self.label, self.i = max(int(total), 1), label, 0
         self.stream = stream or sys.stderr
         self.t0 = time.perf_counter()
+
+    def skip(self, count: int) -> None:
+        """``count`` configurations already in the log."""
+        for _ in range(count):
+            self.step(skipped=True)
 
     def step(self, msg: str = "", *, skipped: bool = False) -> None:
         self.i += 1
