@@ -1,13 +1,9 @@
 """Experiment 3: dependencies found and pairs computed with and without pruning (Alg. 5).
 
-For each dataset and phi, the dependency graph (Alg. 4, edge iff MI >= tau of
-Eq. 26) is built once from all pairs and once from the pairs Alg. 5 selects;
-the script logs the number of dependencies (edges) of each, the pairs
-computed, and the edges pruning loses or adds.  The MI comes from the true
-data (``--sources data``) and/or from LDP estimates (``--sources em`` etc.,
-reports encoded at ``--source-f``).  The paper's Table VII (Adult) is written
-beside our numbers.
-
+Per dataset and phi the dependency graph (Alg. 4) is built from all pairs and
+from the pairs Alg. 5 selects, with the MI of the true data (``--sources data``)
+and/or of LDP estimates (reports at ``--source-fs``); the paper's Table VII
+(Adult) is logged beside.  Results: docs/RESULTS.md, section 3.
 Run ``python -m pipelines.repro.exp3_pruning --help``.
 
 References

@@ -1,30 +1,12 @@
 """Experiment 4: classification on the synthetic release (ML efficacy).
 
-The training split is encoded (LDP reports, seeded), a LoPub model is fitted
-(Alg. 4 graph at the dataset's phi, junction tree, clique joints from the
-estimator) and a synthetic release of the training split's size is sampled
-(Alg. 6).  Classifiers are trained on the release and tested on the real test
-split:
-
-* SVM (linear, one-hot features) predicting each binary attribute from all
-  others (Adult: sex, income; retail: every item);
-* random forest predicting every attribute from all others (codes as
-  ordinal features); we report the mean and the worst accuracy over attributes.
-
-Beside them: the same classifiers trained on the real training split, on the
-independence release (every attribute sampled from its own estimated
-marginal, same reports and estimator), the majority-class rate (the training
-split's most common label, scored on the test split) and random guessing
-(mean of 1/|O_j|).  Nothing is tuned: classifier settings are fixed below and
-the test split is used only for the reported accuracy.
-
-Splits: Adult uses the official adult.data / adult.test; retail has none, so
-it is split 50/50 by a permutation with the fixed seed ``runner.SPLIT_SEED``.
-
-Paper (Sec. VI-D): worst random-forest rates 67% (retail) and 42% (Adult),
-against random guessing at 50% and 15%.
-
-Run ``python -m pipelines.repro.exp4_classification --help``.
+The training split is encoded, a LoPub model fitted and a release of the
+training split's size sampled (Alg. 4-6); a linear SVM (each binary attribute)
+and a random forest (every attribute) trained on it are tested on the real
+test split, beside the real training data, the independence release, the
+majority class and random guessing.  Nothing is tuned.  Splits: Adult's
+official files; retail 50/50 by ``runner.SPLIT_SEED``.  Method and results:
+docs/RESULTS.md, section 4.  Run ``python -m pipelines.repro.exp4_classification --help``.
 
 References
 ----------

@@ -1,13 +1,8 @@
 """Experiment 6: the privacy each setting gives (epsilon per attribute and per record).
 
-LoPub Eq. 8: one attribute's Bloom filter with h hash functions and flip
-probability f is 2 h ln((2 - f) / f)-LDP; a record of d attributes is the
-sum over its attributes.  With the paper's h = 4 this is computed from the
-actual :class:`~lopub.reports.spec.CollectionSpec` of each dataset and f (the same
-specs the other experiments encode with), written as ``privacy.csv`` and
-plotted.  Every other experiment also writes its own ``privacy.csv`` and
-prints the figures under each plot.
-
+LoPub Eq. 8 (an attribute's Bloom filter with h hashes and flip probability f is
+2 h ln((2 - f) / f)-LDP; a record sums its attributes), computed from the actual
+``CollectionSpec`` of each dataset and f, written as ``privacy.csv`` and plotted.
 Run ``python -m pipelines.repro.exp6_privacy --help``.
 
 References

@@ -240,6 +240,12 @@ class Progress:
         for _ in range(count):
             self.step(skipped=True)
 
+    def pending(self, log: ResultLog, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``jobs`` (key columns) not yet in ``log``; the others count as skipped steps."""
+        left = [j for j in jobs if not log.done(**j)]
+        self.skip(len(jobs) - len(left))
+        return left
+
     def step(self, msg: str = "", *, skipped: bool = False) -> None:
         self.i += 1
         el = time.perf_counter() - self.t0
@@ -409,6 +415,13 @@ def save_figure(fig: plt.Figure, path: str | os.PathLike, caption: str = "") -> 
         fig.savefig(tmp, format="png", dpi=90)
     plt.close(fig)
     return path
+
+
+def curves(ax, df: pd.DataFrame, by, x: str, y: str, fmt: str = "o-", label=str) -> None:
+    """One line of ``y`` against ``x`` per group of ``by`` on ``ax``, labelled ``label(group)``."""
+    for key, g in df.groupby(by):
+        g = g.sort_values(x)
+        ax.plot(g[x], g[y], fmt(key) if callable(fmt) else fmt, label=label(key))
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
