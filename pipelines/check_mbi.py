@@ -399,13 +399,9 @@ def print_summary(r: dict) -> None:
 
 
 def lopub_main(a: argparse.Namespace) -> int:
-    if not a.write_only:
-        try:  # fail fast, before any estimation
-            lopub_fitter()
-            check_mbi_python(a.mbi_python)
-        except HalfUnavailable as exc:
-            print(f"check_mbi: {exc}", file=sys.stderr)
-            return 2
+    if not a.write_only:  # fail fast, before any estimation
+        lopub_fitter()
+        check_mbi_python(a.mbi_python)
     out_dir = Path(a.out_dir or tempfile.mkdtemp(prefix="check_mbi_"))
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / "check_mbi"
@@ -416,12 +412,8 @@ def lopub_main(a: argparse.Namespace) -> int:
     print(f"interchange written: {stem}.json / .npz", file=sys.stderr)
     if a.write_only:
         return 0
-    try:
-        lopub_tables, lopub_meta = fit_lopub(domain, tree, ms, cliques, a.tol, a.max_iter)
-        mbi_tables, mbi_meta = run_mbi(stem, a.mbi_python, a.mbi_iters, a.mbi_tol, not a.no_warm)
-    except HalfUnavailable as exc:
-        print(f"check_mbi: {exc}", file=sys.stderr)
-        return 2
+    lopub_tables, lopub_meta = fit_lopub(domain, tree, ms, cliques, a.tol, a.max_iter)
+    mbi_tables, mbi_meta = run_mbi(stem, a.mbi_python, a.mbi_iters, a.mbi_tol, not a.no_warm)
     r = compare(read_interchange(stem), lopub_tables, lopub_meta, mbi_tables, mbi_meta, a.rel_tol)
     print(json.dumps(r, indent=1, default=float)) if a.json else print_summary(r)
     return 0 if r["ok"] else 1
@@ -464,7 +456,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.mbi_half:
         return mbi_half(a.mbi_half, a.mbi_iters, a.mbi_tol, not a.no_warm)
-    return lopub_main(a)
+    try:
+        return lopub_main(a)
+    except HalfUnavailable as exc:  # exit status 2: a half cannot run here
+        print(f"check_mbi: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -64,18 +64,8 @@ DATA = {
 # --------------------------------------------------------------------- CLI
 def base_parser(name: str, description: str, *, methods: Sequence[str] = (),
                 datasets: Sequence[str] = ("adult", "retail")) -> argparse.ArgumentParser:
-    """Command line shared by every experiment.
-
-    Parameters
-    ----------
-    name : str
-        Experiment name; the default output folder is ``results/<name>``.
-    description : str
-    methods : sequence of str
-        Default estimator names (empty: the experiment has no ``--methods``).
-    datasets : sequence of str
-        Default datasets.
-    """
+    """Command line shared by every experiment; output in ``results/<name>``; ``--methods`` when
+    ``methods`` (the default estimators) is not empty."""
     p = argparse.ArgumentParser(prog=f"python -m pipelines.repro.{name}", description=description,
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--quick", action="store_true",
@@ -160,14 +150,21 @@ class ResultLog:
         if self.path.exists() and self.path.stat().st_size > 0:
             self._reload()
 
-    def _reload(self) -> None:
+    def _rows(self) -> list[list[str]]:
         with open(self.path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
+            return list(csv.reader(fh))
+
+    def _rewrite(self, rows: list[list[str]]) -> None:
+        """Replace the file atomically by the header and ``rows``."""
+        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows([self.columns] + rows)
+
+    def _reload(self) -> None:
+        rows = self._rows()
         self.columns = rows[0]
         good = [r for r in rows[1:] if len(r) == len(self.columns)]
-        if len(good) != len(rows) - 1:  # drop a torn last line, rewrite atomically
-            with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-                csv.writer(fh).writerows([self.columns] + good)
+        if len(good) != len(rows) - 1:  # drop a torn last line
+            self._rewrite(good)
         pos = [self.columns.index(k) for k in self.key]
         self._done = {tuple(r[i] for i in pos) for r in good}
 
@@ -179,12 +176,10 @@ class ResultLog:
         """
         if self.columns is None:
             return 0
-        with open(self.path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))[1:]
+        rows = self._rows()[1:]
         pos = {self.columns.index(c): {_fmt(v) for v in vals} for c, vals in where.items()}
         keep = [r for r in rows if not all(r[i] in vals for i, vals in pos.items())]
-        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows([self.columns] + keep)
+        self._rewrite(keep)
         self._reload()
         return len(rows) - len(keep)
 
@@ -213,12 +208,9 @@ class ResultLog:
 
     def _widen(self, extra: list[str]) -> None:
         """Add columns (a newer script version logs more); earlier rows get empty cells."""
-        with open(self.path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
+        rows = self._rows()[1:]
         self.columns = self.columns + extra
-        rows = [self.columns] + [r + [""] * len(extra) for r in rows[1:]]
-        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows(rows)
+        self._rewrite([r + [""] * len(extra) for r in rows])
 
     def frame(self) -> pd.DataFrame:
         """The log as a DataFrame (empty if nothing was written)."""
