@@ -99,15 +99,19 @@ def releases(train, f: float, methods, phi: float, seed: int, independent: bool,
             yield "independent", sample_codes(ind, train.n, rng=runner.seed_for(seed, "ind", f)), 0.0, {}
 
 
-def row(name, f, release, clf, acc: dict, n_train, extra=None) -> dict:
-    """One log row: mean and worst accuracy over targets plus the per-target list."""
-    vals = np.array(list(acc.values()))
-    return {"dataset": name, "f": f, "release": release, "classifier": clf,
-            "mean_accuracy": float(vals.mean()), "worst_accuracy": float(vals.min()),
-            "targets": len(vals), "n_train": n_train,
-            **{"fit_seconds": "", "edges": "", "eps_per_record": "", "clique_budget": "",
-               "dropped_edges": "", "max_clique_cells": "", **(extra or {})},
-            "per_target": ";".join(f"{a}={v:.4f}" for a, v in acc.items())}
+def log_rows(log, name, f, release, accs: dict, n_train, extra=None) -> None:
+    """One row per classifier not yet logged: mean and worst accuracy over targets, per-target list."""
+    for clf in ("svm", "rf"):
+        acc = accs[clf]
+        if not acc or log.done(dataset=name, f=f, release=release, classifier=clf):
+            continue
+        vals = np.array(list(acc.values()))
+        log.append({"dataset": name, "f": f, "release": release, "classifier": clf,
+                    "mean_accuracy": float(vals.mean()), "worst_accuracy": float(vals.min()),
+                    "targets": len(vals), "n_train": n_train,
+                    "fit_seconds": "", "edges": "", "eps_per_record": "", "clique_budget": "",
+                    "dropped_edges": "", "max_clique_cells": "", **(extra or {}),
+                    "per_target": ";".join(f"{a}={v:.4f}" for a, v in acc.items())})
 
 
 def plot(df: pd.DataFrame, out) -> list:
@@ -117,9 +121,7 @@ def plot(df: pd.DataFrame, out) -> list:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for ax, clf in zip(axes, ("svm", "rf")):
             h = g[g.classifier == clf]
-            for rel, r in h[h.f > 0].groupby("release"):
-                r = r.sort_values("f")
-                ax.plot(r.f, r.mean_accuracy, "o-" if "indep" not in rel else "x:", label=rel)
+            runner.curves(ax, h[h.f > 0], "release", "f", "mean_accuracy", lambda r: "x:" if "indep" in r else "o-")
             for rel, style in (("real", "k-"), ("majority", "k--"), ("random", "k:")):
                 v = h[h.release == rel].mean_accuracy
                 if len(v):
@@ -150,17 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     prog = runner.Progress(len(args.datasets) * (len(fs) * (len(methods) + 1) + 3), NAME)
     for name in args.datasets:
         tr, te = runner.train_test(name, rows=args.rows, seed=args.seed)
-        kw = dict(trees=args.trees, max_train=args.max_train, seed=runner.seed_for(args.seed, name))
+        kw = {"trees": args.trees, "max_train": args.max_train, "seed": runner.seed_for(args.seed, name)}
         for rel, accs in baselines(tr, te).items():
-            for clf in ("svm", "rf"):
-                if accs[clf] and not log.done(dataset=name, f=0.0, release=rel, classifier=clf):
-                    log.append(row(name, 0.0, rel, clf, accs[clf], tr.n))
+            log_rows(log, name, 0.0, rel, accs, tr.n)
             prog.step(f"{name} {rel}")
-        if not (log.done(dataset=name, f=0.0, release="real", classifier="rf")):
-            acc = classify(tr, te, **kw)
-            for clf in ("svm", "rf"):
-                if acc[clf]:
-                    log.append(row(name, 0.0, "real", clf, acc[clf], tr.n))
+        if not log.done(dataset=name, f=0.0, release="real", classifier="rf"):
+            log_rows(log, name, 0.0, "real", classify(tr, te, **kw), tr.n)
         prog.step(f"{name} real")
         for f in fs:
             left = [m for m in methods if not log.done(dataset=name, f=f, release=m, classifier="rf")]
@@ -175,10 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 if log.done(dataset=name, f=f, release=rel, classifier="rf"):
                     continue
                 acc = classify(syn, te, **kw)
-                for clf in ("svm", "rf"):
-                    if acc[clf]:
-                        log.append(row(name, f, rel, clf, acc[clf], tr.n,
-                                       {"fit_seconds": sec, "eps_per_record": eps, **info}))
+                log_rows(log, name, f, rel, acc, tr.n, {"fit_seconds": sec, "eps_per_record": eps, **info})
                 prog.step(f"{name} f={f:g} {rel}: RF {np.mean(list(acc['rf'].values())):.3f}")
     return runner.finish(args, fs, log, plot)
 
