@@ -1,57 +1,15 @@
 """Side-by-side check of ``lopub.model.pgm.fit_mrf`` against ``mbi`` (Private-PGM) on the same measurements.
 
-Usage::
-
-    LOPUB_DATA_DIR=/work/shared/datasets python pipelines/check_mbi.py [--quick] [--json]
-        [--f 0.5 | --synthetic-noise SIGMA] [--attrs a,b,...] [--phi 0.4] [--model-phi X]
-        [--mbi-python /work/mbi-venv/bin/python] [--out-dir DIR]
-
-Two halves in two environments, talking through one interchange file; ``mbi``
-(PyPI ``mbi`` 2.0, JAX on CPU) is never a lopub dependency and never imported
-by lopub's half:
-
-(a) lopub's environment: Adult, all one-way and pairwise marginals -- Bloom
-    reports (m = 128, h = 4, ``--f``) estimated by ``Estimator(method="moment")``,
-    or with ``--synthetic-noise SIGMA`` the exact data marginals plus Gaussian
-    noise N(0, SIGMA^2) per cell; a junction tree from lopub's dependency graph
-    (``pipeline.dependency``: the MI graph of the same marginals, or of the
-    exact data with ``--synthetic-noise``).  Measurements not inside a model
-    clique are left out (counted in the output).  Writes the interchange file
-    and fits ``lopub.model.pgm.fit_mrf``.
-(b) ``--mbi-python`` runs this same file with ``--mbi-half STEM``: mbi's
-    ``MirrorDescent`` on the same cliques and weights; writes its clique
-    marginals back.
-(c) lopub's half evaluates ONE objective on both solutions,
-    ``L(mu) = sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)`` (probabilities),
-    and prints both losses, their relative difference, seconds, the time
-    ratio and the largest difference between the two models' clique marginals.
-
-Exit status: 0 when ``|loss_lopub - loss_mbi| / loss_mbi <= --rel-tol`` (1 %),
-1 when not, 2 when a half cannot run (``lopub.model.pgm`` not importable, no mbi
-environment).
-
-Interchange file (``STEM.json`` + ``STEM.npz``), format ``lopub-mbi-interchange`` v1::
-
-    {"format": "lopub-mbi-interchange", "version": 1, "units": "probability",
-     "attributes": [{"name": "age", "size": 8}, ...],
-     "cliques": [["age", "sex"], ...],               # model cliques
-     "measurements": [{"attrs": ["age"], "sigma": 0.004, "key": "y0"}, ...],
-     "info": {...}}                                  # provenance of the run
-    STEM.npz: y0, y1, ... float64, the measured table flattened in C order
-              over "attrs" in the listed order (probabilities).
-
-The mbi half answers with ``STEM.mbi.json`` (format ``lopub-mbi-result``:
-seconds, iterations, versions) and ``STEM.mbi.npz`` (``mu0, mu1, ...``: the
-fitted marginal of each model clique, flattened in C order over the clique's
-listed attributes).
-
-Scale: mbi's l2 loss is ``sum_i 0.5 ||Q_i mu - y_i||^2 / stddev_i^2`` over
-marginals that sum to ``known_total``.  With ``known_total = 1`` (probabilities),
-``y_i`` as written and ``stddev_i = sigma_i = sqrt(measurement.sigma2)`` it is
-lopub's L exactly (factor 1, no constant).  Counts would give the same value
-(y and stddev both times N).  JAX runs in float64.  mbi's own clique set would
-be the maximal *measured* cliques (all pairs: the full joint after
-triangulation), so its loss function is given the junction tree's cliques.
+Two halves in two environments, talking through one interchange file (``mbi`` is
+never a lopub dependency): (a) lopub's half measures Adult's one-way and pairwise
+marginals (Bloom reports and the moment estimator, or ``--synthetic-noise``),
+builds lopub's junction tree, writes the interchange file and fits ``fit_mrf``;
+(b) ``--mbi-python`` runs this file with ``--mbi-half STEM``: mbi's
+``MirrorDescent`` on the same cliques, its clique marginals written back; (c)
+lopub's half scores both under ONE objective
+``L(mu) = sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)``.  Exit status 0 when the
+losses agree within ``--rel-tol``, 1 when not, 2 when a half cannot run.
+Commands, the interchange format and the scale of mbi's loss: docs/bench_mbi.md.
 
 References
 ----------
@@ -441,13 +399,9 @@ def print_summary(r: dict) -> None:
 
 
 def lopub_main(a: argparse.Namespace) -> int:
-    if not a.write_only:
-        try:  # fail fast, before any estimation
-            lopub_fitter()
-            check_mbi_python(a.mbi_python)
-        except HalfUnavailable as exc:
-            print(f"check_mbi: {exc}", file=sys.stderr)
-            return 2
+    if not a.write_only:  # fail fast, before any estimation
+        lopub_fitter()
+        check_mbi_python(a.mbi_python)
     out_dir = Path(a.out_dir or tempfile.mkdtemp(prefix="check_mbi_"))
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / "check_mbi"
@@ -458,12 +412,8 @@ def lopub_main(a: argparse.Namespace) -> int:
     print(f"interchange written: {stem}.json / .npz", file=sys.stderr)
     if a.write_only:
         return 0
-    try:
-        lopub_tables, lopub_meta = fit_lopub(domain, tree, ms, cliques, a.tol, a.max_iter)
-        mbi_tables, mbi_meta = run_mbi(stem, a.mbi_python, a.mbi_iters, a.mbi_tol, not a.no_warm)
-    except HalfUnavailable as exc:
-        print(f"check_mbi: {exc}", file=sys.stderr)
-        return 2
+    lopub_tables, lopub_meta = fit_lopub(domain, tree, ms, cliques, a.tol, a.max_iter)
+    mbi_tables, mbi_meta = run_mbi(stem, a.mbi_python, a.mbi_iters, a.mbi_tol, not a.no_warm)
     r = compare(read_interchange(stem), lopub_tables, lopub_meta, mbi_tables, mbi_meta, a.rel_tol)
     print(json.dumps(r, indent=1, default=float)) if a.json else print_summary(r)
     return 0 if r["ok"] else 1
@@ -472,7 +422,7 @@ def lopub_main(a: argparse.Namespace) -> int:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Interchange format and scale: see the module docstring.")
+                                epilog="Commands, interchange format and scale: docs/bench_mbi.md.")
     p.add_argument("--quick", action="store_true",
                    help=f"tiny case: --attrs {QUICK_ATTRS} --synthetic-noise 0.005 --model-phi 0.1")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -506,7 +456,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.mbi_half:
         return mbi_half(a.mbi_half, a.mbi_iters, a.mbi_tol, not a.no_warm)
-    return lopub_main(a)
+    try:
+        return lopub_main(a)
+    except HalfUnavailable as exc:  # exit status 2: a half cannot run here
+        print(f"check_mbi: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

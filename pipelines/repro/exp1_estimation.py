@@ -1,18 +1,10 @@
 """Experiment 1: estimation time and AVD of k-way marginals vs f, per estimator.
 
-For each dataset, sampling ("paper": 10% of Adult / 50% of retail, as in the
-paper; "full": every record) and f, the records are encoded once into LDP
-reports (seeded).  For each k and each of ``--subsets`` random k-subsets of
-attributes (the same subsets for every f, method and sampling), every
-estimator estimates the joint from a fresh session (so the per-attribute
-likelihoods are part of its time) and the AVD (Eq. 32) against the exact
-marginal of the same records is logged with the wall time.
-
-Paper (Sec. VI-B, Fig. 4-6): on retail EM's AVD rises to about 0.28 at
-f = 0.9 while Lasso stays near 0.1; Lasso is about three orders of magnitude
-faster than EM.
-
-Run ``python -m pipelines.repro.exp1_estimation --help``.
+Per dataset, sampling ("paper": 10% of Adult / 50% of retail; "full") and f the
+records are encoded once; for each k and each of ``--subsets`` seeded random
+k-subsets every estimator estimates the joint from a fresh session, and its AVD
+(Eq. 32) and wall time are logged.  Method, the paper's figures and ours:
+docs/RESULTS.md, section 1.  Run ``python -m pipelines.repro.exp1_estimation --help``.
 
 References
 ----------
@@ -20,13 +12,12 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 1-3, Eq. 32, Sec. VI-B.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from . import runner
 
@@ -59,25 +50,22 @@ def estimate_row(reports, truth, attrs: list[str], method: str) -> dict:
 
 def run_block(log, ds, name, sampling, f, ks, count, methods, seed, prog) -> None:
     """All subsets x methods for one dataset/sampling/f (encodes only if work is left)."""
-    jobs = [(k, i, a, m) for k in ks for i, a in enumerate(subsets(ds, name, k, count, seed))
-            for m in methods]
-    left = [j for j in jobs if not log.done(dataset=name, sampling=sampling, k=j[0], f=f,
-                                            method=j[3], subset=j[1])]
-    for _ in range(len(jobs) - len(left)):
-        prog.step(skipped=True)
+    attrs = {(k, i): a for k in ks for i, a in enumerate(subsets(ds, name, k, count, seed))}
+    left = prog.pending(log, [{"dataset": name, "sampling": sampling, "k": k, "f": f, "method": m, "subset": i}
+                              for (k, i) in attrs for m in methods])
     if not left:
         return
     part = runner.paper_sample(ds, name, sampling, seed)
     reports = runner.encode(part, f, runner.seed_for(seed, "encode", name, sampling, f))
     spec = reports.spec
-    for k, i, attrs, method in left:
-        truth = part.project(attrs)
-        row = {"dataset": name, "sampling": sampling, "k": k, "f": f, "method": method, "subset": i,
-               "attrs": "|".join(attrs), "n": part.n, **estimate_row(reports, truth, attrs, method),
+    for job in left:
+        a = attrs[job["k"], job["subset"]]
+        row = {**job, "attrs": "|".join(a), "n": part.n,
+               **estimate_row(reports, part.project(a), a, job["method"]),
                "eps_per_attribute": max(spec.epsilon_per_attribute), "eps_per_record": spec.epsilon}
         log.append(row)
-        prog.step(f"{name} {sampling} f={f:g} k={k} #{i} {method}: AVD {row['avd']:.3f} "
-                  f"in {row['seconds']:.2f}s")
+        prog.step(f"{name} {sampling} f={f:g} k={job['k']} #{job['subset']} {job['method']}: "
+                  f"AVD {row['avd']:.3f} in {row['seconds']:.2f}s")
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
@@ -102,7 +90,7 @@ def plot(summary: pd.DataFrame, out, fs) -> list:
                 mm = mm.sort_values("f")
                 axes[0, c].errorbar(mm.f, mm.avd_mean, yerr=mm.avd_std, marker="o", capsize=3,
                                     label=method)
-                axes[1, c].plot(mm.f, mm.seconds_median, "o-", label=method)
+            runner.curves(axes[1, c], h, "method", "f", "seconds_median")
             nsub = int(h.subsets.min())
             axes[0, c].set(title=f"{name} k={k}, {smp} (n={int(h.n.iloc[0])}, {nsub} subsets)",
                            xlabel="f", ylabel="AVD (Eq. 32)")
@@ -124,12 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samplings", nargs="+", default=["paper", "full"], choices=["paper", "full"])
     p.add_argument("--ks", nargs="+", type=int, default=None,
                    help="override k (default: Adult 2 3, retail 3 5)")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "estimation.csv", KEY)
     count = args.subsets or (2 if args.quick else 100)
     samplings = ["paper"] if args.quick and args.samplings == ["paper", "full"] else args.samplings
     fs = runner.resolve_fs(args)
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "estimation.csv", KEY, fresh=args.fresh)
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     ks = {n: tuple(args.ks or runner.DATA[n].ks) for n in args.datasets}
@@ -142,10 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 run_block(log, ds, name, sampling, f, ks[name], count, args.methods, args.seed, prog)
     summary = summarize(log.frame())
     runner.write_table(summary, args.out / "summary.csv")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(summary, args.out, sorted(summary.f.unique()))
-    return 0
+    return runner.finish(args, fs, log, lambda _, out: plot(summary, out, sorted(summary.f.unique())))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,8 @@
 """Experiment 2: correlation identification vs f (accuracy, added, lost edges) per estimator.
 
-For each dataset and f the records are encoded once; each estimator
-estimates all pairwise joints, the dependency graph (Alg. 4, MI >= tau of
-Eq. 26, phi = 0.4 for Adult, 0.25 for retail) is built from them and compared
-with the graph built the same way from the true data: accuracy (share of the
-d(d-1)/2 pairs whose edge/no-edge decision matches), added edges (false
-positives) and lost edges.
-
+For each dataset and f the records are encoded once; each estimator's pairwise
+joints give a dependency graph (Alg. 4 at the dataset's phi), compared with the
+graph of the true data.  Method and results: docs/RESULTS.md, section 2.
 Run ``python -m pipelines.repro.exp2_correlation --help``.
 
 References
@@ -15,7 +11,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4, Eq. 24, Eq. 26, Sec. VI-C.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -45,11 +40,8 @@ def identify(reports, method: str, phi: float, truth) -> dict:
     g = dependency_graph(MarginalCache(runner.make_estimator(reports, method)), phi)
     sec = time.perf_counter() - t0
     ci = correlation_identification(g.edges, truth.edges, truth.domain.attrs)
-    return {"accuracy": ci["accuracy"], "added": ci["added"], "lost": ci["lost"],
-            "true_edges": ci["true_edges"], "found_edges": ci["found_edges"], "pairs": ci["pairs"],
-            "seconds": sec,
-            "added_edges": ";".join("-".join(e) for e in ci["added_edges"]),
-            "lost_edges": ";".join("-".join(e) for e in ci["lost_edges"])}
+    return {**{k: ci[k] for k in ("accuracy", "added", "lost", "true_edges", "found_edges", "pairs")},
+            "seconds": sec, **{k: ";".join("-".join(e) for e in ci[k]) for k in ("added_edges", "lost_edges")}}
 
 
 def plot(df: pd.DataFrame, out) -> list:
@@ -57,13 +49,10 @@ def plot(df: pd.DataFrame, out) -> list:
     paths = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-        for method, h in g.groupby("method"):
-            h = h.sort_values("f")
-            for ax, col in zip(axes, ("accuracy", "added", "lost")):
-                ax.plot(h.f, h[col], "o-", label=method)
         te = int(g.true_edges.iloc[0])
-        for ax, col in zip(axes, ("accuracy", "added edges", "lost edges")):
-            ax.set(xlabel="f", ylabel=col, title=col)
+        for ax, col, title in zip(axes, ("accuracy", "added", "lost"), ("accuracy", "added edges", "lost edges")):
+            runner.curves(ax, g, "method", "f", col)
+            ax.set(xlabel="f", ylabel=title, title=title)
             ax.legend(fontsize=7)
         fig.suptitle(f"{name}: correlation identification ({smp} data, n={int(g.n.iloc[0])}, "
                      f"phi={g.phi.iloc[0]:g}, {te} true edges)")
@@ -80,11 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"],
                    help="records used: all ('full') or the paper's share ('paper')")
     p.add_argument("--phi", type=float, default=None, help="override phi (default Adult 0.4, retail 0.25)")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "correlation.csv", KEY)
     fs = runner.resolve_fs(args)
     samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "correlation.csv", KEY, fresh=args.fresh)
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods), NAME)
@@ -94,27 +81,20 @@ def main(argv: list[str] | None = None) -> int:
         for smp in samplings:
             part, truth = None, None
             for f in fs:
-                left = [m for m in args.methods
-                        if not log.done(dataset=name, sampling=smp, f=f, method=m)]
-                for _ in range(len(args.methods) - len(left)):
-                    prog.step(skipped=True)
-                if not left:
-                    continue
-                if part is None:
+                left = prog.pending(log, [{"dataset": name, "sampling": smp, "f": f, "method": m}
+                                          for m in args.methods])
+                if left and part is None:
                     part = runner.paper_sample(ds, name, smp, args.seed)
                     truth = true_graph(part, phi)
-                rep = runner.encode(part, f, runner.seed_for(args.seed, "encode", name, smp, f))
-                for m in left:
-                    row = {"dataset": name, "sampling": smp, "f": f, "method": m, "phi": phi,
-                           "n": part.n, **identify(rep, m, phi, truth),
+                if left:
+                    rep = runner.encode(part, f, runner.seed_for(args.seed, "encode", name, smp, f))
+                for job in left:
+                    row = {**job, "phi": phi, "n": part.n, **identify(rep, job["method"], phi, truth),
                            "eps_per_record": rep.spec.epsilon}
                     log.append(row)
-                    prog.step(f"{name} {smp} f={f:g} {m}: accuracy {row['accuracy']:.3f}, "
+                    prog.step(f"{name} {smp} f={f:g} {job['method']}: accuracy {row['accuracy']:.3f}, "
                               f"+{row['added']} -{row['lost']} ({row['seconds']:.1f}s)")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(log.frame(), args.out)
-    return 0
+    return runner.finish(args, fs, log, plot)
 
 
 if __name__ == "__main__":

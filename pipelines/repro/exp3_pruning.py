@@ -1,13 +1,9 @@
 """Experiment 3: dependencies found and pairs computed with and without pruning (Alg. 5).
 
-For each dataset and phi, the dependency graph (Alg. 4, edge iff MI >= tau of
-Eq. 26) is built once from all pairs and once from the pairs Alg. 5 selects;
-the script logs the number of dependencies (edges) of each, the pairs
-computed, and the edges pruning loses or adds.  The MI comes from the true
-data (``--sources data``) and/or from LDP estimates (``--sources em`` etc.,
-reports encoded at ``--source-f``).  The paper's Table VII (Adult) is written
-beside our numbers.
-
+Per dataset and phi the dependency graph (Alg. 4) is built from all pairs and
+from the pairs Alg. 5 selects, with the MI of the true data (``--sources data``)
+and/or of LDP estimates (reports at ``--source-fs``); the paper's Table VII
+(Adult) is logged beside.  Results: docs/RESULTS.md, section 3.
 Run ``python -m pipelines.repro.exp3_pruning --help``.
 
 References
@@ -15,8 +11,6 @@ References
 Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4, Alg. 5, Eq. 26, Tables VII-IX.
 """
 from __future__ import annotations
-
-import sys
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -121,10 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="all records and/or the paper's sampling (10%% Adult, 50%% retail)")
     p.add_argument("--roundings", nargs="+", default=["ceil", "floor"], choices=["ceil", "floor"],
                    help="k = ceil/floor(d (1 - phi)) in Alg. 5; ceil matches the paper's pair counts")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "pruning.csv", KEY)
     sources = ["data"] if args.quick else args.sources
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "pruning.csv", KEY, fresh=args.fresh)
     smps = ["full"] if args.quick else args.samplings
     todo = [(n, smp, s, f, phi, r) for n in args.datasets for smp in smps for s in sources
             for f in ([0.0] if s == "data" else args.source_fs)
@@ -145,10 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         log.append(row)
         prog.step(f"{name} {smp} {src} f={f:g} phi={phi} {rnd}: {row['deps_without']} deps without, "
                   f"{row['deps_with']} with, {row['pairs_with']} pairs")
-    runner.write_privacy(args.out, args.datasets, args.source_fs)
-    if not args.no_plot:
-        plot(log.frame(), args.out)
-    return 0
+    return runner.finish(args, args.source_fs, log, plot)
 
 
 if __name__ == "__main__":

@@ -1,30 +1,12 @@
 """Experiment 4: classification on the synthetic release (ML efficacy).
 
-The training split is encoded (LDP reports, seeded), a LoPub model is fitted
-(Alg. 4 graph at the dataset's phi, junction tree, clique joints from the
-estimator) and a synthetic release of the training split's size is sampled
-(Alg. 6).  Classifiers are trained on the release and tested on the real test
-split:
-
-* SVM (linear, one-hot features) predicting each binary attribute from all
-  others (Adult: sex, income; retail: every item);
-* random forest predicting every attribute from all others (codes as
-  ordinal features); we report the mean and the worst accuracy over attributes.
-
-Beside them: the same classifiers trained on the real training split, on the
-independence release (every attribute sampled from its own estimated
-marginal, same reports and estimator), the majority-class rate (the training
-split's most common label, scored on the test split) and random guessing
-(mean of 1/|O_j|).  Nothing is tuned: classifier settings are fixed below and
-the test split is used only for the reported accuracy.
-
-Splits: Adult uses the official adult.data / adult.test; retail has none, so
-it is split 50/50 by a permutation with the fixed seed ``runner.SPLIT_SEED``.
-
-Paper (Sec. VI-D): worst random-forest rates 67% (retail) and 42% (Adult),
-against random guessing at 50% and 15%.
-
-Run ``python -m pipelines.repro.exp4_classification --help``.
+The training split is encoded, a LoPub model fitted and a release of the
+training split's size sampled (Alg. 4-6); a linear SVM (each binary attribute)
+and a random forest (every attribute) trained on it are tested on the real
+test split, beside the real training data, the independence release, the
+majority class and random guessing.  Nothing is tuned.  Splits: Adult's
+official files; retail 50/50 by ``runner.SPLIT_SEED``.  Method and results:
+docs/RESULTS.md, section 4.  Run ``python -m pipelines.repro.exp4_classification --help``.
 
 References
 ----------
@@ -32,7 +14,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 4-6, Sec. VI-D.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -118,15 +99,19 @@ def releases(train, f: float, methods, phi: float, seed: int, independent: bool,
             yield "independent", sample_codes(ind, train.n, rng=runner.seed_for(seed, "ind", f)), 0.0, {}
 
 
-def row(name, f, release, clf, acc: dict, n_train, extra=None) -> dict:
-    """One log row: mean and worst accuracy over targets plus the per-target list."""
-    vals = np.array(list(acc.values()))
-    return {"dataset": name, "f": f, "release": release, "classifier": clf,
-            "mean_accuracy": float(vals.mean()), "worst_accuracy": float(vals.min()),
-            "targets": len(vals), "n_train": n_train,
-            **{"fit_seconds": "", "edges": "", "eps_per_record": "", "clique_budget": "",
-               "dropped_edges": "", "max_clique_cells": "", **(extra or {})},
-            "per_target": ";".join(f"{a}={v:.4f}" for a, v in acc.items())}
+def log_rows(log, name, f, release, accs: dict, n_train, extra=None) -> None:
+    """One row per classifier not yet logged: mean and worst accuracy over targets, per-target list."""
+    for clf in ("svm", "rf"):
+        acc = accs[clf]
+        if not acc or log.done(dataset=name, f=f, release=release, classifier=clf):
+            continue
+        vals = np.array(list(acc.values()))
+        log.append({"dataset": name, "f": f, "release": release, "classifier": clf,
+                    "mean_accuracy": float(vals.mean()), "worst_accuracy": float(vals.min()),
+                    "targets": len(vals), "n_train": n_train,
+                    "fit_seconds": "", "edges": "", "eps_per_record": "", "clique_budget": "",
+                    "dropped_edges": "", "max_clique_cells": "", **(extra or {}),
+                    "per_target": ";".join(f"{a}={v:.4f}" for a, v in acc.items())})
 
 
 def plot(df: pd.DataFrame, out) -> list:
@@ -136,9 +121,7 @@ def plot(df: pd.DataFrame, out) -> list:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for ax, clf in zip(axes, ("svm", "rf")):
             h = g[g.classifier == clf]
-            for rel, r in h[h.f > 0].groupby("release"):
-                r = r.sort_values("f")
-                ax.plot(r.f, r.mean_accuracy, "o-" if "indep" not in rel else "x:", label=rel)
+            runner.curves(ax, h[h.f > 0], "release", "f", "mean_accuracy", lambda r: "x:" if "indep" in r else "o-")
             for rel, style in (("real", "k-"), ("majority", "k--"), ("random", "k:")):
                 v = h[h.release == rel].mean_accuracy
                 if len(v):
@@ -161,34 +144,26 @@ def main(argv: list[str] | None = None) -> int:
                    help="largest clique joint in cells (lopub.pipeline.steps.fit; its default is 50,000)")
     p.add_argument("--max-train", type=int, default=20000,
                    help="classifiers see at most this many (seeded) training records")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "classification.csv", KEY)
     fs = runner.resolve_fs(args)
     methods = list(args.methods)[:2] if args.quick else list(args.methods)
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "classification.csv", KEY, fresh=args.fresh)
     if args.redo:  # the method releases only; baselines and the independence release stay
         log.drop(dataset=args.datasets, f=fs, release=methods)
     prog = runner.Progress(len(args.datasets) * (len(fs) * (len(methods) + 1) + 3), NAME)
     for name in args.datasets:
         tr, te = runner.train_test(name, rows=args.rows, seed=args.seed)
-        kw = dict(trees=args.trees, max_train=args.max_train, seed=runner.seed_for(args.seed, name))
+        kw = {"trees": args.trees, "max_train": args.max_train, "seed": runner.seed_for(args.seed, name)}
         for rel, accs in baselines(tr, te).items():
-            for clf in ("svm", "rf"):
-                if accs[clf] and not log.done(dataset=name, f=0.0, release=rel, classifier=clf):
-                    log.append(row(name, 0.0, rel, clf, accs[clf], tr.n))
+            log_rows(log, name, 0.0, rel, accs, tr.n)
             prog.step(f"{name} {rel}")
-        if not (log.done(dataset=name, f=0.0, release="real", classifier="rf")):
-            acc = classify(tr, te, **kw)
-            for clf in ("svm", "rf"):
-                if acc[clf]:
-                    log.append(row(name, 0.0, "real", clf, acc[clf], tr.n))
+        if not log.done(dataset=name, f=0.0, release="real", classifier="rf"):
+            log_rows(log, name, 0.0, "real", classify(tr, te, **kw), tr.n)
         prog.step(f"{name} real")
         for f in fs:
             left = [m for m in methods if not log.done(dataset=name, f=f, release=m, classifier="rf")]
             ind = not log.done(dataset=name, f=f, release="independent", classifier="rf")
             if not left and not ind:
-                for _ in range(len(methods) + 1):
-                    prog.step(skipped=True)
+                prog.skip(len(methods) + 1)
                 continue
             eps = runner.make_spec(tr, f).epsilon
             left = left or methods[:1]  # the independence release needs one estimator session
@@ -197,15 +172,9 @@ def main(argv: list[str] | None = None) -> int:
                 if log.done(dataset=name, f=f, release=rel, classifier="rf"):
                     continue
                 acc = classify(syn, te, **kw)
-                for clf in ("svm", "rf"):
-                    if acc[clf]:
-                        log.append(row(name, f, rel, clf, acc[clf], tr.n,
-                                       {"fit_seconds": sec, "eps_per_record": eps, **info}))
+                log_rows(log, name, f, rel, acc, tr.n, {"fit_seconds": sec, "eps_per_record": eps, **info})
                 prog.step(f"{name} f={f:g} {rel}: RF {np.mean(list(acc['rf'].values())):.3f}")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(log.frame(), args.out)
-    return 0
+    return runner.finish(args, fs, log, plot)
 
 
 if __name__ == "__main__":

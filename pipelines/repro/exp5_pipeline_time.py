@@ -1,12 +1,9 @@
 """Experiment 5: whole-pipeline time per estimator and f.
 
-For each dataset, sampling and f the records are encoded once (encoding is
-the users' work and timed separately); then per estimator the server side is
-run end to end: :func:`lopub.pipeline.steps.fit` (one-way and pairwise joints, MI,
-dependency graph at the dataset's phi, junction tree, clique joints) and the
-synthesis of a release of the same size (Alg. 6).  The log keeps the seconds
-of every stage reported by ``fit`` plus synthesis and total.
-
+Per dataset, sampling and f the records are encoded once (the users' work, timed
+apart); per estimator the server side runs end to end (``fit``: joints, MI,
+graph, junction tree, clique joints; then synthesis, Alg. 6) and the seconds of
+every stage are logged.  Results: docs/RESULTS.md, section 5.
 Run ``python -m pipelines.repro.exp5_pipeline_time --help``.
 
 References
@@ -15,7 +12,6 @@ Ren et al., "LoPub", IEEE TIFS 2018, Alg. 1-6, Sec. VI.
 """
 from __future__ import annotations
 
-import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -52,10 +48,8 @@ def plot(df: pd.DataFrame, out) -> list:
     paths = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
-        for (method, prune), h in g.groupby(["method", "prune"]):
-            h = h.sort_values("f")
-            ax.plot(h.f, h.total_seconds, "o-" if not prune else "s--",
-                    label=method + (" (pruned)" if prune else ""))
+        runner.curves(ax, g, ["method", "prune"], "f", "total_seconds", lambda k: "s--" if k[1] else "o-",
+                      lambda k: k[0] + (" (pruned)" if k[1] else ""))
         ax.set(xlabel="f", ylabel="seconds (fit + synthesize)", yscale="log",
                title=f"{name} ({smp}, n={int(g.n.iloc[0])}): whole pipeline")
         ax.legend(fontsize=7)
@@ -70,12 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"])
     p.add_argument("--prune", nargs="+", default=["no"], choices=["no", "yes"],
                    help="run without and/or with Alg. 5 pruning")
-    args = p.parse_args(argv)
+    args, log = runner.start(p, argv, "pipeline_time.csv", KEY)
     fs = runner.resolve_fs(args)
     samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
     prunes = [x == "yes" for x in args.prune]
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
-    log = runner.ResultLog(args.out / "pipeline_time.csv", KEY, fresh=args.fresh)
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods, prune=prunes)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods) * len(prunes),
@@ -85,28 +77,23 @@ def main(argv: list[str] | None = None) -> int:
         for smp in samplings:
             part = runner.paper_sample(ds, name, smp, args.seed)
             for f in fs:
-                jobs = [(m, pr) for m in args.methods for pr in prunes
-                        if not log.done(dataset=name, sampling=smp, f=f, method=m, prune=pr)]
-                for _ in range(len(args.methods) * len(prunes) - len(jobs)):
-                    prog.step(skipped=True)
+                jobs = prog.pending(log, [{"dataset": name, "sampling": smp, "f": f, "method": m, "prune": pr}
+                                          for m in args.methods for pr in prunes])
                 if not jobs:
                     continue
                 t0 = time.perf_counter()
                 rep = runner.encode(part, f, runner.seed_for(args.seed, "encode", name, smp, f))
                 enc = time.perf_counter() - t0
-                for m, pr in jobs:
-                    row = {"dataset": name, "sampling": smp, "f": f, "method": m, "prune": pr,
-                           "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
+                for job in jobs:
+                    m, pr = job["method"], job["prune"]
+                    row = {**job, "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
                            **time_pipeline(rep, m, runner.DATA[name].phi, pr,
                                            runner.seed_for(args.seed, "synth", name, f, m)),
                            "eps_per_record": rep.spec.epsilon}
                     log.append(row)
                     prog.step(f"{name} {smp} f={f:g} {m}{' pruned' if pr else ''}: "
                               f"{row['total_seconds']:.1f}s ({row['edges']} edges)")
-    runner.write_privacy(args.out, args.datasets, fs)
-    if not args.no_plot:
-        plot(log.frame(), args.out)
-    return 0
+    return runner.finish(args, fs, log, plot)
 
 
 if __name__ == "__main__":

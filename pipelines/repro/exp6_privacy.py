@@ -1,13 +1,8 @@
 """Experiment 6: the privacy each setting gives (epsilon per attribute and per record).
 
-LoPub Eq. 8: one attribute's Bloom filter with h hash functions and flip
-probability f is 2 h ln((2 - f) / f)-LDP; a record of d attributes is the
-sum over its attributes.  With the paper's h = 4 this is computed from the
-actual :class:`~lopub.reports.spec.CollectionSpec` of each dataset and f (the same
-specs the other experiments encode with), written as ``privacy.csv`` and
-plotted.  Every other experiment also writes its own ``privacy.csv`` and
-prints the figures under each plot.
-
+LoPub Eq. 8 (an attribute's Bloom filter with h hashes and flip probability f is
+2 h ln((2 - f) / f)-LDP; a record sums its attributes), computed from the actual
+``CollectionSpec`` of each dataset and f, written as ``privacy.csv`` and plotted.
 Run ``python -m pipelines.repro.exp6_privacy --help``.
 
 References
@@ -43,9 +38,8 @@ def plot(df: pd.DataFrame, out) -> object:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     p = runner.base_parser(NAME, __doc__.splitlines()[0])
-    args = p.parse_args(argv)
+    args, _ = runner.start(p, argv)
     fs = runner.resolve_fs(args) if args.fs or args.quick else tuple(np.round(np.arange(0.1, 0.91, 0.1), 2))
-    runner.record_run(args.out, NAME, sys.argv[1:] if argv is None else argv)
     path = runner.write_privacy(args.out, args.datasets, fs)
     df = pd.read_csv(path)
     print(df.to_string(index=False), file=sys.stderr)

@@ -63,14 +63,29 @@ def _commands(res: Path, exp: str) -> str:
             "log recomputed nothing and only redrew the plots):\n\n```\n" + p.read_text().strip() + "\n```")
 
 
-def privacy_section(res: Path) -> str:
-    df = _read(res, "exp6_privacy", "privacy.csv")
-    if df is None:
-        return "*(not run)*"
+def section(exp: str, csv: str, intro: str | None = None, discussion: str | None = None):
+    """A section built by ``body(res, df, T) -> parts`` from ``results/<exp>/<csv>``: framed by the
+    notes' ``intro`` and ``discussion`` and the run's commands, or ``*(not run)*`` without the file."""
+    def wrap(body):
+        def build(res: Path, T=None) -> str:
+            df = _read(res, exp, csv)
+            if df is None:
+                return "*(not run)*"
+            parts = [getattr(T, intro)] if intro else []
+            parts += body(res, df, T)
+            if discussion:
+                parts.append(getattr(T, discussion))
+            return "\n\n".join(parts + ([_commands(res, exp)] if intro else []))
+        return build
+    return wrap
+
+
+@section("exp6_privacy", "privacy.csv")
+def privacy_section(res: Path, df, T) -> list:
     t = df.pivot_table(index="f", columns="dataset", values="eps_per_record").reset_index()
     t.columns = ["f"] + [f"eps/record {c}" for c in t.columns[1:]]
     t.insert(1, "eps/attribute (h=4)", df.groupby("f").eps_per_attribute.first().values)
-    return md_table(t, 2) + "\n\n" + _img(res, "exp6_privacy", "privacy.png")
+    return [md_table(t, 2), _img(res, "exp6_privacy", "privacy.png")]
 
 
 def exp1_headline(s: pd.DataFrame) -> dict:
@@ -90,11 +105,8 @@ def exp1_headline(s: pd.DataFrame) -> dict:
     return out
 
 
-def exp1_section(res: Path, T) -> str:
-    s = _read(res, "exp1_estimation", "summary.csv")
-    if s is None:
-        return "*(not run)*"
-    parts = [T.EXP1_INTRO]
+@section("exp1_estimation", "summary.csv", "EXP1_INTRO")
+def exp1_section(res: Path, s, T) -> list:
     h = exp1_headline(s)
     def ours(m: str) -> str:
         return ", ".join(f"k={key.rsplit('_k', 1)[1]} ({key.split('_')[2]} sampling): {v:.3f}"
@@ -106,7 +118,7 @@ def exp1_section(res: Path, T) -> str:
         rows.append({"claim": "EM time / Lasso time", "paper": "~1000",
                      "ours": f"median {h['time_ratio_median']:.1f} (range {h['time_ratio_min']:.1f}"
                              f"-{h['time_ratio_max']:.1f}) over all dataset/sampling/k/f"})
-    parts += ["**Headline against the paper**", md_table(pd.DataFrame(rows)), T.EXP1_DISCUSSION]
+    parts = ["**Headline against the paper**", md_table(pd.DataFrame(rows)), T.EXP1_DISCUSSION]
     for (name, k), g in s.groupby(["dataset", "k"]):
         parts.append(f"#### {name}, k = {k}")
         for smp, gg in g.groupby("sampling", sort=False):
@@ -119,15 +131,12 @@ def exp1_section(res: Path, T) -> str:
             t = gg.pivot(index="f", columns="method", values="seconds_median").reset_index()
             parts.append(f"Median seconds per marginal, {smp} sampling:\n\n" + md_table(t, 4))
         parts.append(_img(res, "exp1_estimation", f"avd_time_{name}_k{k}.png"))
-    parts.append(_commands(res, "exp1_estimation"))
-    return "\n\n".join(parts)
+    return parts
 
 
-def exp2_section(res: Path, T) -> str:
-    df = _read(res, "exp2_correlation", "correlation.csv")
-    if df is None:
-        return "*(not run)*"
-    parts = [T.EXP2_INTRO]
+@section("exp2_correlation", "correlation.csv", "EXP2_INTRO", "EXP2_DISCUSSION")
+def exp2_section(res: Path, df, T) -> list:
+    parts = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         g = g.assign(cell=[f"{a:.3f} (+{ad}/-{lo})" for a, ad, lo in zip(g.accuracy, g.added, g.lost)])
         t = g.pivot(index="f", columns="method", values="cell").reset_index()
@@ -135,15 +144,12 @@ def exp2_section(res: Path, T) -> str:
                      f"{int(g.true_edges.iloc[0])} true edges of {int(g.pairs.iloc[0])} pairs)\n\n"
                      "accuracy (+added / -lost edges):\n\n" + md_table(t))
         parts.append(_img(res, "exp2_correlation", f"correlation_{name}_{smp}.png"))
-    parts += [T.EXP2_DISCUSSION, _commands(res, "exp2_correlation")]
-    return "\n\n".join(parts)
+    return parts
 
 
-def exp3_section(res: Path, T) -> str:
-    df = _read(res, "exp3_pruning", "pruning.csv")
-    if df is None:
-        return "*(not run)*"
-    parts = [T.EXP3_INTRO]
+@section("exp3_pruning", "pruning.csv", "EXP3_INTRO", "EXP3_DISCUSSION")
+def exp3_section(res: Path, df, T) -> list:
+    parts = []
     for (name, smp, src, f), g in df.groupby(["dataset", "sampling", "source", "f"], sort=False):
         cols = ["phi", "rounding", "deps_without", "deps_with", "pairs_with", "pairs_without",
                 "lost_by_pruning", "added_by_pruning"]
@@ -157,15 +163,12 @@ def exp3_section(res: Path, T) -> str:
                      + md_table(t.astype(object)))
     for name in df.dataset.unique():
         parts.append(_img(res, "exp3_pruning", f"pruning_{name}.png"))
-    parts += [T.EXP3_DISCUSSION, _commands(res, "exp3_pruning")]
-    return "\n\n".join(parts)
+    return parts
 
 
-def exp4_section(res: Path, T) -> str:
-    df = _read(res, "exp4_classification", "classification.csv")
-    if df is None:
-        return "*(not run)*"
-    parts = [T.EXP4_INTRO]
+@section("exp4_classification", "classification.csv", "EXP4_INTRO", "EXP4_DISCUSSION")
+def exp4_section(res: Path, df, T) -> list:
+    parts = []
     for name, g in df.groupby("dataset"):
         base = g[g.f == 0]
         bt = base.pivot(index="release", columns="classifier", values="mean_accuracy").reset_index()
@@ -184,15 +187,12 @@ def exp4_section(res: Path, T) -> str:
             t = h.assign(cell=cell).pivot(index="f", columns="release", values="cell").reset_index()
             parts.append(f"{label}, trained on the synthetic release:\n\n" + md_table(t))
         parts.append(_img(res, "exp4_classification", f"classification_{name}.png"))
-    parts += [T.EXP4_DISCUSSION, _commands(res, "exp4_classification")]
-    return "\n\n".join(parts)
+    return parts
 
 
-def exp5_section(res: Path, T) -> str:
-    df = _read(res, "exp5_pipeline_time", "pipeline_time.csv")
-    if df is None:
-        return "*(not run)*"
-    parts = [T.EXP5_INTRO]
+@section("exp5_pipeline_time", "pipeline_time.csv", "EXP5_INTRO", "EXP5_DISCUSSION")
+def exp5_section(res: Path, df, T) -> list:
+    parts = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         t = g.pivot_table(index="f", columns="method", values="total_seconds").reset_index()
         fmax = g.f.max()
@@ -203,8 +203,7 @@ def exp5_section(res: Path, T) -> str:
                      "joints; edges of the dependency graph; largest clique in cells):\n\n"
                      + md_table(e.astype(object), 2))
         parts.append(_img(res, "exp5_pipeline_time", f"pipeline_time_{name}_{smp}.png"))
-    parts += [T.EXP5_DISCUSSION, _commands(res, "exp5_pipeline_time")]
-    return "\n\n".join(parts)
+    return parts
 
 
 class _Figures(dict):

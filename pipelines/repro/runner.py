@@ -1,27 +1,10 @@
-"""Shared runner for the LoPub reproduction experiments.
+"""Shared runner of the LoPub reproduction experiments (Ren et al., IEEE TIFS 2018, Sec. VI).
 
-Every experiment script in :mod:`pipelines.repro` uses the same pieces:
-
-* :func:`base_parser` -- the common command line (``--quick``, ``--out``,
-  ``--seed``, ``--datasets``, ``--fs``, ``--methods``, ``--rows``, ``--fresh``);
-* :class:`ResultLog` -- a resumable CSV log: one row per finished
-  configuration, appended and flushed as soon as it is computed; a rerun skips
-  every configuration whose key is already in the file, so an interrupted run
-  loses at most the row in progress;
-* :class:`Progress` -- ``[i/total]`` lines with elapsed time and ETA on stderr;
-* :func:`load_data` / :func:`train_test` / :func:`paper_sample` -- datasets,
-  the documented splits and the paper's sampling, all seeded;
-* :func:`seed_for` -- a per-configuration seed derived from the base seed and
-  the configuration key, so results do not depend on the order (or
-  interruption) of a run;
-* :func:`privacy_rows` / :func:`privacy_caption` -- the epsilon each f gives
-  (per attribute and per record, LoPub Eq. 8), written beside every plot;
-* :func:`save_figure` -- atomic PNG writes with the Agg backend.
-
-References
-----------
-Ren et al., "LoPub: High-Dimensional Crowdsourced Data Publication with Local
-Differential Privacy", IEEE TIFS 2018, Sec. VI (evaluation), Eq. 8, Eq. 32.
+The common command line (:func:`base_parser`, :func:`start`, :func:`finish`), a
+resumable CSV log (:class:`ResultLog`: one row per finished configuration,
+flushed at once; a rerun skips what is logged), progress lines, the datasets,
+splits and the paper's sampling, per-configuration seeds (:func:`seed_for`,
+independent of run order), the privacy record (Eq. 8) and atomic figure writes.
 """
 from __future__ import annotations
 
@@ -81,18 +64,8 @@ DATA = {
 # --------------------------------------------------------------------- CLI
 def base_parser(name: str, description: str, *, methods: Sequence[str] = (),
                 datasets: Sequence[str] = ("adult", "retail")) -> argparse.ArgumentParser:
-    """Command line shared by every experiment.
-
-    Parameters
-    ----------
-    name : str
-        Experiment name; the default output folder is ``results/<name>``.
-    description : str
-    methods : sequence of str
-        Default estimator names (empty: the experiment has no ``--methods``).
-    datasets : sequence of str
-        Default datasets.
-    """
+    """Command line shared by every experiment; output in ``results/<name>``; ``--methods`` when
+    ``methods`` (the default estimators) is not empty."""
     p = argparse.ArgumentParser(prog=f"python -m pipelines.repro.{name}", description=description,
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--quick", action="store_true",
@@ -112,6 +85,22 @@ def base_parser(name: str, description: str, *, methods: Sequence[str] = (),
                         "in the log (e.g. after an estimator changed); other rows are kept")
     p.add_argument("--no-plot", action="store_true", help="only write the CSV log")
     return p
+
+
+def start(p: argparse.ArgumentParser, argv: Sequence[str] | None, log_name: str | None = None,
+          key: Sequence[str] = ()) -> tuple[argparse.Namespace, ResultLog | None]:
+    """Parse ``argv``, record the command line in ``COMMANDS.txt`` and open the result log."""
+    args = p.parse_args(argv)
+    record_run(args.out, p.prog.rsplit(".", 1)[1], sys.argv[1:] if argv is None else argv)
+    return args, None if log_name is None else ResultLog(args.out / log_name, key, fresh=args.fresh)
+
+
+def finish(args: argparse.Namespace, fs: Iterable[float], log: ResultLog, plot) -> int:
+    """Write the privacy record beside the log and, unless ``--no-plot``, the plots of the log."""
+    write_privacy(args.out, args.datasets, fs)
+    if not args.no_plot:
+        plot(log.frame(), args.out)
+    return 0
 
 
 def resolve_fs(args: argparse.Namespace) -> tuple[float, ...]:
@@ -161,14 +150,21 @@ class ResultLog:
         if self.path.exists() and self.path.stat().st_size > 0:
             self._reload()
 
-    def _reload(self) -> None:
+    def _rows(self) -> list[list[str]]:
         with open(self.path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
+            return list(csv.reader(fh))
+
+    def _rewrite(self, rows: list[list[str]]) -> None:
+        """Replace the file atomically by the header and ``rows``."""
+        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows([self.columns] + rows)
+
+    def _reload(self) -> None:
+        rows = self._rows()
         self.columns = rows[0]
         good = [r for r in rows[1:] if len(r) == len(self.columns)]
-        if len(good) != len(rows) - 1:  # drop a torn last line, rewrite atomically
-            with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-                csv.writer(fh).writerows([self.columns] + good)
+        if len(good) != len(rows) - 1:  # drop a torn last line
+            self._rewrite(good)
         pos = [self.columns.index(k) for k in self.key]
         self._done = {tuple(r[i] for i in pos) for r in good}
 
@@ -180,12 +176,10 @@ class ResultLog:
         """
         if self.columns is None:
             return 0
-        with open(self.path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))[1:]
+        rows = self._rows()[1:]
         pos = {self.columns.index(c): {_fmt(v) for v in vals} for c, vals in where.items()}
         keep = [r for r in rows if not all(r[i] in vals for i, vals in pos.items())]
-        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows([self.columns] + keep)
+        self._rewrite(keep)
         self._reload()
         return len(rows) - len(keep)
 
@@ -214,12 +208,9 @@ class ResultLog:
 
     def _widen(self, extra: list[str]) -> None:
         """Add columns (a newer script version logs more); earlier rows get empty cells."""
-        with open(self.path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
+        rows = self._rows()[1:]
         self.columns = self.columns + extra
-        rows = [self.columns] + [r + [""] * len(extra) for r in rows[1:]]
-        with atomic_path(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows(rows)
+        self._rewrite([r + [""] * len(extra) for r in rows])
 
     def frame(self) -> pd.DataFrame:
         """The log as a DataFrame (empty if nothing was written)."""
@@ -235,6 +226,17 @@ class Progress:
         self.total, self.label, self.i = max(int(total), 1), label, 0
         self.stream = stream or sys.stderr
         self.t0 = time.perf_counter()
+
+    def skip(self, count: int) -> None:
+        """``count`` configurations already in the log."""
+        for _ in range(count):
+            self.step(skipped=True)
+
+    def pending(self, log: ResultLog, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``jobs`` (key columns) not yet in ``log``; the others count as skipped steps."""
+        left = [j for j in jobs if not log.done(**j)]
+        self.skip(len(jobs) - len(left))
+        return left
 
     def step(self, msg: str = "", *, skipped: bool = False) -> None:
         self.i += 1
@@ -405,6 +407,13 @@ def save_figure(fig: plt.Figure, path: str | os.PathLike, caption: str = "") -> 
         fig.savefig(tmp, format="png", dpi=90)
     plt.close(fig)
     return path
+
+
+def curves(ax, df: pd.DataFrame, by, x: str, y: str, fmt: str = "o-", label=str) -> None:
+    """One line of ``y`` against ``x`` per group of ``by`` on ``ax``, labelled ``label(group)``."""
+    for key, g in df.groupby(by):
+        g = g.sort_values(x)
+        ax.plot(g[x], g[y], fmt(key) if callable(fmt) else fmt, label=label(key))
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
