@@ -206,3 +206,16 @@ def test_an_outside_pair_pools_the_outside_triple_that_holds_it(seed):
     # 6 sd of the truth in every cell, where the pair alone (sd 0.02) is not (8 cells of sd 0.02)
     assert np.abs(got.values - table(p, ["a", "c"])).max() <= 6 * 2e-3
     assert np.abs(pair.values - table(p, ["a", "c"])).max() > 6 * 2e-3
+
+
+def test_free_dof_counts_the_interactions_no_clique_holds():
+    from lopub.model.pgm.relaxed import free_dof
+
+    # DOM: a 3, b 2, c 4, d 2 categories
+    singles = [("a",), ("b",), ("c",), ("d",)]
+    assert free_dof(("a", "c"), singles, DOM) == 2 * 3
+    # a triple none of whose pairs a clique holds: its three pair interactions and the three-way one
+    assert free_dof(("a", "b", "c"), singles, DOM) == 2 * 1 + 2 * 3 + 1 * 3 + 2 * 1 * 3
+    # the tree holds (a, b): only the interactions with c are free
+    assert free_dof(("a", "b", "c"), [("a", "b"), ("c",), ("d",)], DOM) == 2 * 3 + 1 * 3 + 2 * 1 * 3
+    assert free_dof(("a", "b"), [("a", "b", "c"), ("d",)], DOM) == 0

@@ -138,7 +138,8 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
     margins -- is shrunk by the empirical-Bayes factor
     ``tau^2 / (tau^2 + sigma_S^2)``, where ``tau^2`` is the interactions'
     signal power per dimension estimated over all regions
-    (``mean (||d_S||^2 - k_S sigma_S^2) / k_S``, ``k_S = prod (|a| - 1)``):
+    (``mean (||d_S||^2 - k_S sigma_S^2) / k_S``, ``k_S`` the region's
+    interactions in no clique, :func:`free_dof`):
     a region whose measured dependence is within its noise leans on the
     tree, a strong one keeps its measurement.
 
@@ -162,7 +163,7 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
     fits = [region_table(m, lambda s: model_project(s).values, cliques) for m in pooled]
     base = [model_project(list(m.attrs)).values for m in pooled]
     if shrink and pooled:
-        ks = np.array([float(np.prod([domain.size(a) - 1 for a in m.attrs])) for m in pooled])
+        ks = np.array([float(free_dof(m.attrs, cliques, domain)) for m in pooled])
         s2 = np.array([m.sigma2 for m in pooled])
         d2 = np.array([float(((f - b) ** 2).sum()) for f, b in zip(fits, base)])
         live = ks > 0  # a set with a one-category attribute has no interaction to estimate
@@ -174,6 +175,26 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
     fits = [f if np.isfinite(f).all() and f.sum() > 0 else b for f, b in zip(fits, base)]
     return [Marginal(domain.project(list(m.attrs)), f / f.sum(), m.n, {"method": "pgm-region"})
             for m, f in zip(pooled, fits)]
+
+
+def free_dof(attrs: Sequence[str], cliques: Sequence[Sequence[str]], domain: Domain) -> int:
+    """Dimensions of a region's table left free by the tree: its interactions in no clique.
+
+    Every subset ``U`` of ``attrs`` that no clique holds contributes
+    ``prod_{a in U} (|a| - 1)``: for a pair, its interaction; for a triple
+    whose pairs the tree does not hold, its three pair interactions and the
+    three-way one.  The region's deviation from the tree lives in these
+    dimensions, and so does the part of its noise that the shrinkage weighs.
+    """
+    import itertools
+
+    held = [set(c) for c in cliques]
+    out = 0
+    for r in range(2, len(attrs) + 1):
+        for u in itertools.combinations(attrs, r):
+            if not any(set(u) <= c for c in held):
+                out += int(np.prod([domain.size(a) - 1 for a in u]))
+    return out
 
 
 def _pool(ms: Sequence[Measurement]) -> Measurement:
