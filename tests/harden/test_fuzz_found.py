@@ -39,3 +39,24 @@ def test_csv_header_cell_over_the_csv_field_limit_is_a_clear_error(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "deep.csv" in err[0] and "header row" in err[0]
     assert not (tmp_path / "d.json").exists()
+
+
+def test_append_removes_part_temporaries_and_locks_of_killed_appenders(files, tmp_path):
+    """kill -9 of encode --append left ``.part-N.parquet.lock`` and the temporaries of the
+    part's own temporary file; no later append removed them (found by the kill harness)."""
+    from lopub.cli import main
+    from lopub.reports.dataset import ReportsDataset
+    from pipelines.fault_harness import _leftovers
+
+    ds = tmp_path / "ds"
+    argv = ["encode", files["d.csv"], "--domain", files["dom.json"], "--f", "0.3", "--append",
+            "--out", str(ds), "--quiet"]
+    assert main(argv) == 0
+    stale = [".part-00015.parquet.lock", "..part-00005.parquet.gsom2cfj.tmp.lock",
+             "..part-00005.parquet.gsom2cfj.tmp.w6liiq5g.tmp", ".part-00001.parquet.abcd1234.tmp"]
+    for name in stale:
+        (ds / name).write_bytes(b"left by a killed appender")
+    assert len(_leftovers(tmp_path)) == 4
+    assert main(argv) == 0
+    assert _leftovers(tmp_path) == []
+    assert ReportsDataset.open(ds).n == 2 * ReportsDataset.open(files["r.parquet"]).n
