@@ -60,3 +60,37 @@ def test_append_removes_part_temporaries_and_locks_of_killed_appenders(files, tm
     assert main(argv) == 0
     assert _leftovers(tmp_path) == []
     assert ReportsDataset.open(ds).n == 2 * ReportsDataset.open(files["r.parquet"]).n
+
+
+def test_lock_dies_with_its_process_not_with_its_pool_workers(tmp_path):
+    """kill -9 of fit (the main process only) left its fork-pool workers holding the inherited
+    output lock: an immediate re-run failed "being written by another process" (found by the
+    kill harness: 1 re-run in 150 kills).  Workers now close the inherited lock files."""
+    import os
+    import signal
+    import time
+
+    from lopub.estimate.parallel import _pool
+    from lopub.io import output_lock
+
+    target = tmp_path / "m.json"
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the writer: takes the lock, starts a worker, waits to be killed
+        try:
+            with output_lock(target):
+                pool = _pool(1)
+                pool.apply(int)
+                os.write(w, f"{pool._pool[0].pid}\n".encode())
+                time.sleep(60)
+        finally:
+            os._exit(1)
+    worker = int(os.read(r, 100).decode())
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    try:
+        os.kill(worker, 0)  # the worker outlives its parent
+        with output_lock(target):  # and holds no lock
+            pass
+    finally:
+        os.kill(worker, signal.SIGKILL)
