@@ -135,6 +135,16 @@ def output_lock(path: str | os.PathLike) -> Iterator[None]:
         os.close(fd)
 
 
+def release_inherited_locks() -> None:
+    """In a forked worker: close the output lock files inherited from the parent, so that a
+    lock dies with the process that took it (workers outliving a ``kill -9`` of their parent
+    held it and made an immediate re-run fail as "being written by another process"; issue 25)."""
+    for fd, _lock, _count in _HELD.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
 def remove_stale_temporaries(target: Path) -> list[Path]:
     """Delete ``.NAME.XXXXXXXX.tmp`` files left beside ``target`` by killed writers.
 

@@ -66,7 +66,10 @@ def _check_header_width(path: str) -> None:
 
     with open(path, encoding="utf-8", newline="") as fh:
         line = fh.readline(64 * 2**20)
-    width = len(next(csv.reader([line]), []))
+    try:
+        width = len(next(csv.reader([line]), []))
+    except csv.Error as exc:  # e.g. a header cell over the csv module's 131,072 characters
+        raise ValueError(f"CSV file {path!r} cannot be read: its header row: {exc}") from None
     if width > MAX_COLUMNS:
         raise ValueError(f"CSV file {path!r} has {width:,} columns in its header row; lopub handles "
                          f"at most {MAX_COLUMNS:,} attributes (select the columns you need first)")

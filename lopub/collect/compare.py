@@ -200,6 +200,11 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
                 except ValueError as exc:
                     error = str(exc)
                     break
+                empty = [j for j, r in enumerate(raw) if not np.all(np.isfinite(np.asarray(r, dtype=float)))]
+                if empty:  # too few records: a sampled attribute got no report (issue 25)
+                    error = (f"{codes.shape[0]} records leave attribute(s) {empty[:5]} without a report "
+                             f"under {name}; use more records (--n)")
+                    break
                 est = [postprocess(r, method).freq for r in raw]
                 secs.append(time.perf_counter() - start)
                 mses.append(mse_avg(true, est))

@@ -45,6 +45,9 @@ def can_fork() -> bool:
 def _init_worker() -> None:
     global _IN_WORKER
     _IN_WORKER = True
+    from lopub.io import release_inherited_locks
+
+    release_inherited_locks()  # the parent's output lock must die with the parent
 
 
 def _pool(jobs: int):

@@ -28,6 +28,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,9 +38,10 @@ from typing import Any
 
 from lopub._util import check_int, check_open_unit, check_positive
 from lopub.client import encode
-from lopub.io import atomic_write_text
+from lopub.io import atomic_write_text, fsync_dir
 from lopub.progress import ConsoleProgress
 from lopub.reports.bloom import Reports
+from lopub.reports.folder import remove_stale_stages
 from lopub.reports.spec import CollectionSpec
 
 #: the demo's per-record budget when neither --epsilon nor --f is given
@@ -83,8 +87,36 @@ def run_demo(a: argparse.Namespace) -> dict:
     """Run the demo with ``a.out``, ``a.n``, ``a.seed`` and ``a.epsilon`` (per record,
     protocol from the planner) or ``a.f`` (the paper's Bloom reports); return the summary.
 
-    ``a.quiet`` (optional) silences the progress and the messages.
+    ``a.quiet`` (optional) silences the progress and the messages.  Everything is written into a
+    hidden staging folder beside ``a.out`` (``.NAME.PID.XXXX.new``, removed by the next run once
+    its process is dead); a new ``a.out`` appears by one rename, complete (issue 25: a kill
+    leaves no half-written demo).  Into an existing folder the files are moved one by one,
+    ``summary.json`` (its old copy removed first) last: no ``summary.json``, not complete.
     """
+    final = Path(a.out)
+    if final.exists() and not final.is_dir():
+        raise FileExistsError(f"--out ({os.fspath(final)!r}) is an existing file, not a folder")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_stages(final)
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", suffix=".new", dir=final.parent))
+    try:
+        summary = _run_in(a, stage, final)
+        fsync_dir(stage)
+        if not final.exists():
+            os.rename(stage, final)
+        else:
+            (final / "summary.json").unlink(missing_ok=True)
+            for p in sorted(stage.iterdir(), key=lambda p: p.name == "summary.json"):
+                os.replace(p, final / p.name)
+            stage.rmdir()
+        fsync_dir(final.parent)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return summary
+
+
+def _run_in(a: argparse.Namespace, out: Path, final: Path) -> dict:
+    """The demo, its files written into ``out``; the summary names ``final``."""
     from lopub.datasets import embedded_model
     from lopub.collect import CompletedSource, measure_marginals
     from lopub.dependency import MarginalCache
@@ -103,8 +135,6 @@ def run_demo(a: argparse.Namespace) -> dict:
     else:
         epsilon = DEFAULT_EPSILON if epsilon is None else check_positive("epsilon", epsilon)
     check_int("n", a.n, 1)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     quiet = getattr(a, "quiet", False)
     say = (lambda *x: None) if quiet else print
     progress = None if quiet else ConsoleProgress()
@@ -170,7 +200,7 @@ def run_demo(a: argparse.Namespace) -> dict:
         "added_vs_exact_mi_graph": vs_mi["added"], "lost_vs_exact_mi_graph": vs_mi["lost"],
         "verdict": None if verdict is None else verdict.level,
         "verdict_reasons": [] if verdict is None else verdict.reasons,
-        "output": str(out),
+        "output": str(final),
     }
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     say(json.dumps(summary, indent=2))

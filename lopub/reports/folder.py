@@ -399,6 +399,27 @@ def read_folder(folder: str | os.PathLike, spec: CollectionSpec | None, chunk_si
     return file_spec, sum(p.n for p in parts), stream
 
 
+#: hidden temporary and lock files of a part being written (and of its own temporary file)
+_PART_TEMP = re.compile(r"\.+part-\d+\.parquet(\..+)?\.(tmp|lock)")
+
+
+def remove_stale_part_files(folder: str | os.PathLike) -> list[Path]:
+    """Delete the hidden temporary and lock files of parts (``.part-00003.parquet.lock``,
+    ``.part-00003.parquet.XXXXXXXX.tmp`` and those of that file) left by killed appenders.
+
+    Call only under :func:`locked`: every appender holds it while writing a part, so every
+    such file then belongs to a dead process (issue 25: they were never removed, the next
+    appender choosing the next part name).
+    """
+    removed = []
+    for p in Path(folder).glob(".*part-*"):
+        if _PART_TEMP.fullmatch(p.name) and p.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                removed.append(p)
+    return removed
+
+
 def append_part(folder: str | os.PathLike, spec: CollectionSpec, reports: Any) -> tuple[PartInfo, ...]:
     """Add ``reports`` (same spec, checked by the caller) as a new part; the parts now listed.
 
@@ -407,6 +428,7 @@ def append_part(folder: str | os.PathLike, spec: CollectionSpec, reports: Any) -
     it, so parts appended meanwhile by others are kept.
     """
     with locked(folder):
+        remove_stale_part_files(folder)
         _, parts = read_manifest(folder)
         name = next_part_name(folder, parts)
         info = publish_part(folder, name, reports.n, lambda tmp: write_reports(reports, tmp))

@@ -7,8 +7,13 @@ import io
 import pytest
 
 from lopub.cli._commands import COMMANDS
-from pipelines.bad_inputs import classify, run_in_process, _prepare
-from pipelines.bad_inputs import build_cases, make_fixtures
+from pipelines.bad_inputs import (
+    _prepare,
+    build_cases,
+    classify,
+    make_fixtures,
+    run_in_process,
+)
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lopub.reports import privacy
 from lopub.limits import ResourceLimitError, check_memory, format_bytes, memory_limit
+from lopub.reports import privacy
 
 from .conftest import run_cli
 

@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from lopub.io import unverified_reads
-
 from lopub.model.format import ModelFormatError
 from lopub.model.graphical import Model
 

@@ -7,12 +7,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lopub.errors import ReportsFormatError
 from lopub.io import unverified_reads
-from lopub.reports.parquet import read_metadata
 from lopub.reports.bloom import Reports
+from lopub.reports.parquet import read_metadata
 
 from .conftest import run_cli
 
