@@ -14,7 +14,7 @@ all groups, with as many pseudo-users as the table has cells:
 small group's plug-in would put 0 variance on its empty cells and make a
 table of 6 users look nearly exact (digits, 64 binary attributes, 1,797
 records, a triple cover at epsilon 8: 6 users per triple, release 0.13 mean
-2-way TVD where epsilon 4 gave 0.08; 0.06 with the prior).
+2-way TVD where epsilon 4 gave 0.07; 0.07 at both with the prior).
 """
 from __future__ import annotations
 
