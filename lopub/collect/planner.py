@@ -51,7 +51,7 @@
     triples, 0.022 and 0.011 two-phase; where triples are right the screen
     picks them and costs 0-12 %: bn-survey, bn-asia, bn-sachs and retail at
     epsilon 4 and 8, 50,000 records, 3 seeds; docs/BENCHMARKS.md
-    "Shrinkage").  At the smallest budgets (one-way tables, the smallest
+    "What the measurements know, kept").  At the smallest budgets (one-way tables, the smallest
     pairs) the uniform rule's choice was the measured best and stays
     single-phase.
     The option's ``predicted_tvd`` is then the uniform rule's prediction (the

@@ -33,9 +33,10 @@ Cost-model note: the screen's noise inflates the apparent dependence of
 every pair (``E||d + e||^2 = ||d||^2 + sum v``), which would lean the choice
 towards measuring pairs that are noise; each pair's bias is therefore shrunk
 by its James-Stein factor (:class:`ScreenProfile`).  Measured (three seeds,
-two-phase plans, docs/BENCHMARKS.md "Shrinkage"): bn-survey (50,000 records)
-at epsilon 1 from 0.036 to 0.030 mean 2-way TVD, retail top-20 at epsilon 1
-from 0.0225 to 0.0217 and at epsilon 2 from 0.0133 to 0.0114.  The planner uses a two-phase plan only where its uniform
+two-phase plans, docs/BENCHMARKS.md "What the measurements know, kept"):
+bn-survey (50,000 records) at epsilon 1 from 0.036 to 0.030 mean 2-way TVD,
+retail top-20 at epsilon 1 from 0.0225 to 0.0217 and at epsilon 2 from
+0.0133 to 0.0114.  The planner uses a two-phase plan only where its uniform
 rule already measures more than the smallest pairs
 (:func:`~lopub.collect.planner.plan`).
 """

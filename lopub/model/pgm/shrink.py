@@ -36,7 +36,7 @@ Why: with few users per table (a few hundred records, small budgets) the
 unbiased tables are mostly noise, and their projection on the simplex is a
 few spikes, far worse than uniform (wine, 178 records, epsilon 1, one
 attribute per user: mean 2-way TVD 0.65 with the plain tables, 0.21 with
-uniform ones, 0.21 shrunk; docs/BENCHMARKS.md "Shrinkage").  Where the data
+uniform ones, 0.21 shrunk; docs/BENCHMARKS.md "What the measurements know, kept").  Where the data
 speak, ``lambda_a`` is close to 1 and the fit is unchanged.  Post-processing
 of the reports: no privacy cost.
 
