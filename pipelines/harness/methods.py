@@ -156,15 +156,10 @@ def tables_tvd(data, tables: dict) -> float:
 
 def naive_tvd(data, reports) -> float:
     """Mean 2-way TVD over all pairs of the consistent pair tables against the true data."""
-    from lopub.collect import measure_marginals
-    from lopub.collect.server import _measure_group, _with_sampling
+    from lopub.collect.server import group_measurements
 
     sizes = reports.group_sizes()
-    if sizes.min() > 0:
-        ms = measure_marginals(reports).measurements()
-    else:  # fewer users than pairs: only the pairs that got users are measured
-        ms = [_with_sampling(*_measure_group(reports.plan, i, rep, reports.n, "norm-sub"), reports.n)
-              for i, rep in enumerate(reports.groups) if sizes[i] > 0]
+    ms = group_measurements(reports)  # fewer users than pairs: only the pairs that got users
     tables = {m.attrs: m.estimate for m in ms}
     variances = {m.attrs: float(m.sigma2) for m in ms}
     for i in np.flatnonzero(sizes == 0):  # a pair no user reported: uniform, weightless in consistency
