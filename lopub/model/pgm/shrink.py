@@ -56,6 +56,8 @@ PRIOR = "empirical-Bayes shrinkage towards uniform"
 #: smallest prior variance, as a share of the table's own noise variance (keeps
 #: a fully shrunk table a weighted term, never an exact constraint)
 TAU_FLOOR = 1e-3
+#: fewest attributes of one size whose mean table may be a target (Efron and Morris: four or more)
+MIN_GROUP = 4
 
 
 def pooled_one_way(measurements: Sequence[Measurement]) -> dict[str, Measurement]:
@@ -74,19 +76,56 @@ def prior_variance(one: dict[str, Measurement]) -> float:
     return max(dev - noise, 0.0) / sum(m.values.size for m in one.values())
 
 
+def _sure(r: np.ndarray, v: np.ndarray, target: np.ndarray, lam: np.ndarray, slope: float) -> float:
+    """Stein's unbiased estimate of the squared error of ``target + lam (r - target)`` (rows: attributes;
+    ``slope``: d target / d r of the attribute's own table, 0 for a fixed target)."""
+    lam = lam[:, None]
+    return float(np.sum((1 - lam) ** 2 * (r - target) ** 2 + (2 * (lam + (1 - lam) * slope) - 1) * v))
+
+
+def _lambda(tau2: float, sigma2: np.ndarray) -> np.ndarray:
+    var = np.maximum(tau2, TAU_FLOOR * sigma2)
+    return var / (var + sigma2)
+
+
+def prior_targets(one: dict[str, Measurement], tau2: float) -> dict[str, tuple[np.ndarray, float]]:
+    """Each attribute's prior ``(target table, prior variance)``: uniform with the pooled ``tau2``, or
+    the mean table of the attributes with as many categories (module docstring, "Targets")."""
+    out = {a: (np.full(m.values.size, 1.0 / m.values.size), tau2) for a, m in one.items()}
+    groups: dict[int, list[str]] = {}
+    for a, m in one.items():
+        groups.setdefault(m.values.size, []).append(a)
+    for k, attrs in groups.items():
+        n = len(attrs)
+        if n < MIN_GROUP:
+            continue
+        r = np.array([one[a].estimate.ravel() for a in attrs])
+        v = np.array([np.broadcast_to(one[a].variance, one[a].values.shape).ravel() for a in attrs])
+        sigma2 = v.mean(axis=1)
+        mean = r.mean(axis=0)
+        tau2_g = max(float(np.sum((r - mean) ** 2)) - (1 - 1 / n) * float(v.sum()), 0.0) / r.size
+        uniform = _sure(r, v, np.full(k, 1.0 / k), _lambda(tau2, sigma2), 0.0)
+        if _sure(r, v, mean, _lambda(tau2_g, sigma2), 1 / n) < uniform:
+            out.update({a: (mean, tau2_g) for a in attrs})
+    return out
+
+
 def shrinkage_priors(measurements: Sequence[Measurement]) -> list[Measurement]:
     """One prior term per measured attribute (module docstring); exact measurements are left alone.
 
     Each term's ``provenance["shrinkage"]`` is its ``lambda_a``, the weight
-    the fit leaves on the attribute's measurements.
+    the fit leaves on the attribute's measurements, and ``provenance["target"]``
+    says which table it is pulled towards.
     """
     one = pooled_one_way(measurements)
-    tau2 = prior_variance(one)
+    targets = prior_targets(one, prior_variance(one))
     out = []
-    for m in one.values():
+    for a, m in one.items():
         k, sigma2 = m.values.size, m.sigma2
+        target, tau2 = targets[a]
         var = max(tau2, TAU_FLOOR * sigma2)
-        out.append(Measurement(m.domain, np.full(k, 1.0 / k), m.n, {"prior": PRIOR}, variance=var,
-                               provenance={"prior": PRIOR, "shrinkage": var / (var + sigma2),
+        towards = "uniform" if np.allclose(target, 1.0 / k) else f"mean table of the {k}-category attributes"
+        out.append(Measurement(m.domain, target.reshape(m.values.shape), m.n, {"prior": PRIOR}, variance=var,
+                               provenance={"prior": PRIOR, "shrinkage": var / (var + sigma2), "target": towards,
                                            "variance": "prior variance pooled over the one-way tables"}))
     return out
