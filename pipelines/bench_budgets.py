@@ -36,11 +36,16 @@ BASELINES = (*ISSUE_BASELINES, "pairs")
 LARGE_N = 1_000_000
 
 
-def load(name: str, seed: int, n_embedded: int):
-    """adult (45,222 records), adult-1m (10^6 resampled with replacement, seeded), embedded."""
-    if name not in ("adult", "adult-1m", "embedded"):
-        raise ValueError(f"dataset ({name!r}) must be one of adult, adult-1m, embedded")
-    return datasets.load(name, n_embedded if name == "embedded" else None, seed)
+def cells(a):
+    """(dataset, seed, data, epsilon) of the grid: adult (45,222 records), adult-1m (10^6 resampled with
+    replacement, seeded) and embedded (20,000 records; 3,000 with --quick)."""
+    for ds in a.datasets.split(","):
+        if ds not in ("adult", "adult-1m", "embedded"):
+            raise SystemExit(f"--datasets: {ds!r} must be one of adult, adult-1m, embedded")
+        for seed in (int(s) for s in a.seeds.split(",")):
+            data = datasets.load(ds, (3000 if a.quick else 20000) if ds == "embedded" else None, seed)
+            for i, eps in enumerate(float(e) for e in a.epsilons.split(",")):
+                yield ds, seed, data, eps, i == 0
 
 
 def _timed(fn):
@@ -371,11 +376,8 @@ def main(argv=None) -> int:
     p.add_argument("--epsilons", default=None,
                    help="comma-separated (default 0.5,1,2,4,8,16,64; with --report: keep only these)")
     p.add_argument("--seeds", default="0")
-    p.add_argument("--n-embedded", type=int, default=20000)
     p.add_argument("--skip-bloom-above", type=int, default=None, metavar="N",
                    help="skip Bloom (lopub's and the baseline) on datasets with more than N users")
-    p.add_argument("--timing", action="store_true",
-                   help="also time collection + fit with marginal sampling on each dataset")
     p.add_argument("--quick", action="store_true",
                    help="tiny grid: embedded, 3,000 users, epsilon 4, seed 0 (< 60 s)")
     p.add_argument("--out", default="bench_budgets.json")
@@ -420,31 +422,24 @@ def main(argv=None) -> int:
     a.datasets = a.datasets or "adult,embedded,adult-1m"
     a.epsilons = a.epsilons or "0.5,1,2,4,8,16,64"
     if a.quick:
-        a.datasets, a.epsilons, a.seeds, a.n_embedded = "embedded", "4", "0", 3000
+        a.datasets, a.epsilons, a.seeds = "embedded", "4", "0"
     rows, timings = [], []
+    for ds, seed, data, eps, first in cells(a):
+        if a.calm_naive:
+            rows.append(naive_cell(data, ds, eps, seed))
+            print(json.dumps(rows[-1]), flush=True)
+            continue
+        if first and ds == "adult-1m":  # collection + fit time at 10^6 users, once per seed
+            timings.append({"dataset": ds, "seed": seed, **timing(data, seed)})
+            print(json.dumps(timings[-1]), flush=True)
+        rows.append(run_cell(data, ds, eps, seed, bloom=a.skip_bloom_above is None or data.n <= a.skip_bloom_above))
+        print(json.dumps(rows[-1]), flush=True)
+        _write(a.out, rows, timings)
     if a.calm_naive:
-        for ds in a.datasets.split(","):
-            for seed in (int(s) for s in a.seeds.split(",")):
-                data = load(ds, seed, a.n_embedded)
-                for eps in (float(e) for e in a.epsilons.split(",")):
-                    rows.append(naive_cell(data, ds, eps, seed))
-                    print(json.dumps(rows[-1]), flush=True)
         means = naive_means(rows)
         print(json.dumps(means, indent=2))
         Path(a.out).write_text(json.dumps({"rows": rows, "means": means}, indent=2) + "\n")
         return 0
-    for ds in a.datasets.split(","):
-        for seed in (int(s) for s in a.seeds.split(",")):
-            data = load(ds, seed, a.n_embedded)
-            bloom = a.skip_bloom_above is None or data.n <= a.skip_bloom_above
-            for eps in (float(e) for e in a.epsilons.split(",")):
-                row = run_cell(data, ds, eps, seed, bloom=bloom)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                _write(a.out, rows, timings)
-            if a.timing or ds == "adult-1m":
-                timings.append({"dataset": ds, "seed": seed, **timing(data, seed)})
-                print(json.dumps(timings[-1]), flush=True)
     v = verdicts(rows, timings)
     print(table(rows))
     print(json.dumps({"verdicts": v}, indent=2))
