@@ -285,30 +285,6 @@ def _miss(r: dict, suffix: str = "") -> dict:
             "best_baseline_tvd": round(r["best_baseline_tvd" + suffix], 4)}
 
 
-def _bloom_cell(b: dict) -> str:
-    if "h" not in b:
-        return "skip"
-    return f"{b['tvd_model']:.3f} (h={b['h']}{', ' + b['method'] if 'method' in b else ''})"
-
-
-def table(rows: list[dict]) -> str:
-    """Markdown table of the cells (exact model TVD)."""
-    head = ("| dataset | N | eps | pick | planned | marginals | one-attr | bloom (h) | "
-            "base: bloom best h | base: one-attr | base: pairs, naive | base: pairs, fitted | central | "
-            "ratio | ratio incl. fitted pairs |")
-    lines = [head, "|" + "---|" * 15]
-    f = lambda d: f"{d['tvd_model']:.3f}" if "tvd_model" in d else "skip"  # noqa: E731
-    for r in rows:
-        b, o = r["base"], r["own"]
-        lines.append(f"| {r['dataset']} | {r['n']} | {r['epsilon']:g} | {r['recommended']} | "
-                     f"{r['planned']['tvd_model']:.3f} | {f(o['marginals'])} | {f(o['one-attribute'])} | "
-                     f"{f(o['bloom'])} ({r['plan_params']['bloom_h']}) | {_bloom_cell(b['bloom-best-h'])} | "
-                     f"{f(b['one-attribute'])} | {f(b.get('pairs-naive', {}))} | {f(b['pairs'])} | "
-                     f"{r['central']['tvd_model']:.3f} | {r['ratio_planned_to_best_baseline']:.2f} | "
-                     f"{r['ratio_planned_to_best_baseline_incl_fitted_pairs']:.2f} |")
-    return "\n".join(lines)
-
-
 def mean_table(rows: list[dict]) -> str:
     """Markdown table averaged over seeds per (dataset, epsilon); picks counted."""
     lines = ["| dataset | eps | seeds | planner's pick | planned | lopub marginals | lopub one-attr | "
@@ -407,8 +383,7 @@ def main(argv=None) -> int:
         lacking = sorted({(r["dataset"], r["epsilon"]) for r in rows if "pairs-naive" not in r["base"]})
         if lacking:
             print(f"note: no naive pairs baseline for {lacking} (pass --naive)", file=sys.stderr)
-        v = verdicts(rows, timings)  # scores every row (score_row) for the tables too
-        print(table(rows))
+        v = verdicts(rows, timings)  # scores every row (score_row) for the table too
         print(mean_table(rows))
         print(json.dumps({"verdicts": v}, indent=2))
         if a.save:
@@ -441,7 +416,7 @@ def main(argv=None) -> int:
         Path(a.out).write_text(json.dumps({"rows": rows, "means": means}, indent=2) + "\n")
         return 0
     v = verdicts(rows, timings)
-    print(table(rows))
+    print(mean_table(rows))
     print(json.dumps({"verdicts": v}, indent=2))
     _write(a.out, rows, timings, v)
     print(f"written {a.out}")
