@@ -1,7 +1,7 @@
 """Benchmark the joint-distribution estimators on UCI Adult or FIMI retail (issue 3).
 
 Per flip probability f the data are encoded once (seeded, m = 128 Adult / 32 retail, h = 4); every
-method estimates the k-way joint of each attribute set (all pairs for k = 2, ``--sets`` seeded subsets
+method estimates the k-way joint of each attribute set (all pairs for k = 2, 100 seeded subsets
 for k >= 3) in one :class:`lopub.estimate.Estimator` session.  Per (f, method): wall / CPU seconds per
 set and mean AVD (Ren et al. 2018, Eq. 32) beside the independence baselines (true and EM-estimated
 one-way marginals); per-set rows go to ``--out`` (``--summarize`` prints the tables of such CSVs).
@@ -60,7 +60,8 @@ def peak_mb() -> float:
 
 
 def run_f(data, m: int, f: float, sets, methods, writer, name: str, k: int, opts: dict) -> None:
-    """Encode at ``f`` (seed 0); each method estimates every set in one session; a CSV row per set."""
+    """Encode at ``f`` (seed 0); each method (``opts[method]``: its options) estimates every set in one
+    session; a CSV row per set."""
     spec = CollectionSpec.from_domain(data.domain, f=f, m=m, h=4)
     rep = encode(data, spec, rng=0)
     truth = {s: data.project(list(s)).values for s in sets}
@@ -71,7 +72,7 @@ def run_f(data, m: int, f: float, sets, methods, writer, name: str, k: int, opts
     base = {s: (0.5 * np.abs(product([one_true[a] for a in s]) - truth[s]).sum(),
                 0.5 * np.abs(product([one_est[a] for a in s]) - truth[s]).sum()) for s in sets}
     for method in methods:
-        est = Estimator(rep, method, **(opts if method == "hybrid" else {}))
+        est = Estimator(rep, method, **opts.get(method, {}))
         t_all, avds = time.perf_counter(), []
         for s in sets:
             t0, c0 = time.perf_counter(), time.process_time()
@@ -189,6 +190,7 @@ def main(argv=None) -> int:
     ap.add_argument("--support-z", type=float, default=None, help="hybrid: support_z option")
     ap.add_argument("--stop-se", type=float, default=None,
                     help="hybrid: stop_se option (stop EM at this fraction of the cells' standard errors)")
+    ap.add_argument("--shrink", default=None, help="moment: shrink option (js, global or none; default js)")
     ap.add_argument("--summarize", nargs="+", metavar="CSV", help="only print the table of these CSVs")
     ap.add_argument("--probe-stop", choices=("info", "moment"),
                     help="only the hybrid stopping-rule probe at --f (one value): whose standard errors scale it")
@@ -208,7 +210,8 @@ def main(argv=None) -> int:
         ap.error(f"--methods {bad} not in {METHODS}")
     data, m = load(a.dataset)
     sets = attribute_sets(data.domain.attrs, a.k, None if a.k == 2 else 100, 0)
-    opts = {k: v for k, v in (("support_z", a.support_z), ("stop_se", a.stop_se)) if v is not None}
+    opts = {"hybrid": {k: v for k, v in (("support_z", a.support_z), ("stop_se", a.stop_se)) if v is not None},
+            "moment": {} if a.shrink is None else {"shrink": a.shrink}}
     print(f"{a.dataset}: n={data.n}, d={len(data.domain)}, k={a.k}, {len(sets)} sets, m={m}, h=4", flush=True)
     with open(a.out, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
