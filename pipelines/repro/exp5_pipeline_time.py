@@ -67,27 +67,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods), NAME)
-    for name in args.datasets:
-        ds = runner.load_data(name, rows=args.rows, seed=args.seed)
-        for smp in samplings:
-            part = runner.paper_sample(ds, name, smp, args.seed)
-            for f in fs:
-                jobs = prog.pending(log, [{"dataset": name, "sampling": smp, "f": f, "method": m, "prune": False}
-                                          for m in args.methods])  # (Alg. 5 pruning: experiment 3)
-                if not jobs:
-                    continue
-                t0 = time.perf_counter()
-                rep = runner.encode(part, f, runner.seed_for(args.seed, "encode", name, smp, f))
-                enc = time.perf_counter() - t0
-                for job in jobs:
-                    m = job["method"]
-                    row = {**job, "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
-                           **time_pipeline(rep, m, runner.DATA[name].phi,
-                                           runner.seed_for(args.seed, "synth", name, f, m)),
-                           "eps_per_record": rep.spec.epsilon}
-                    log.append(row)
-                    prog.step(f"{name} {smp} f={f:g} {m}: "
-                              f"{row['total_seconds']:.1f}s ({row['edges']} edges)")
+
+    def jobs(name, smp, f):  # (Alg. 5 pruning: experiment 3)
+        return [{"dataset": name, "sampling": smp, "f": f, "method": m, "prune": False} for m in args.methods]
+
+    for name, smp, f, part, rep, left, enc in runner.blocks(args, log, prog, samplings, fs, jobs):
+        for job in left:
+            m = job["method"]
+            row = {**job, "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
+                   **time_pipeline(rep, m, runner.DATA[name].phi, runner.seed_for(args.seed, "synth", name, f, m)),
+                   "eps_per_record": rep.spec.epsilon}
+            log.append(row)
+            prog.step(f"{name} {smp} f={f:g} {m}: {row['total_seconds']:.1f}s ({row['edges']} edges)")
     return runner.finish(args, fs, log, plot)
 
 
