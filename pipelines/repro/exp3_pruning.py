@@ -3,8 +3,8 @@
 Per dataset and phi the dependency graph (Alg. 4) is built from all pairs and
 from the pairs Alg. 5 selects (k = ceil and floor(d (1 - phi)); ceil matches the
 paper's pair counts), with the MI of the true data (``--sources data``) and/or of
-LDP estimates (reports at f = 0.5, 0.9); the paper's Table VII (Adult) is logged beside.  Results: docs/RESULTS.md, section 3.
-Run ``python -m pipelines.repro.exp3_pruning --help``.
+LDP estimates (reports at f = 0.5, 0.9); the paper's Table VII (Adult) is logged
+beside.  Results: docs/RESULTS.md, section 3.  Run ``python -m pipelines.repro.exp3_pruning --help``.
 
 References
 ----------
