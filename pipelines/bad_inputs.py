@@ -665,32 +665,24 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*") if TEMP.match(p.name))
 
 
+def _quiet_main(argv: list[str]) -> int:
+    """``lopub argv --quiet`` with no output (the child of :func:`fork_run`); its exit status."""
+    os.dup2(os.open(os.devnull, os.O_RDWR), 1), os.dup2(1, 2)
+    from lopub.cli import main
+    try:
+        return main([str(x) for x in argv] + ["--quiet"])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
 def fork_run(argv: list[str], delay: float | None = None, limit: float = 120.0) -> int | None:
-    """Run ``lopub argv`` in a forked child of this process (lopub imported once); with ``delay``,
-    SIGKILL the child's process group after ``delay`` s.  The exit status (None: killed)."""
-    pid = os.fork()
-    if pid == 0:  # the child: its own process group, no output, main(argv), exit
-        code = 70
-        try:
-            os.setpgid(0, 0)
-            os.dup2(os.open(os.devnull, os.O_RDWR), 1), os.dup2(1, 2)
-            from lopub.cli import main
-            code = main([str(x) for x in argv] + ["--quiet"])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:  # noqa: BLE001 - any failure is exit 70
-            code = 70
-        os._exit(code)
-    end = time.monotonic() + (limit if delay is None else delay)
-    while time.monotonic() < end:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.002)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)  # kill -9 of the writer (and anything it started)
-    os.waitpid(pid, 0)
-    return None
+    """Run ``lopub argv`` in a forked child of this process (lopub imported once; its own process
+    group: :func:`pipelines.harness.runner.call`); with ``delay``, SIGKILL the child's process group
+    after ``delay`` s.  The exit status (None: killed; 70: any other failure)."""
+    from pipelines.harness.runner import call
+
+    status, code = call(_quiet_main, (argv,), limit if delay is None else delay)
+    return None if status == "timeout" else code if status == "ok" else 70
 
 
 def _size(out: Path) -> int | None:
