@@ -37,8 +37,8 @@ LARGE_N = 1_000_000
 
 
 def cells(a):
-    """(dataset, seed, data, epsilon) of the grid: adult (45,222 records), adult-1m (10^6 resampled with
-    replacement, seeded) and embedded (20,000 records; 3,000 with --quick)."""
+    """(dataset, seed, data, epsilon, first epsilon of the seed?) of the grid: adult (45,222 records),
+    adult-1m (10^6 resampled with replacement, seeded) and embedded (20,000 records; 3,000 with --quick)."""
     for ds in a.datasets.split(","):
         if ds not in ("adult", "adult-1m", "embedded"):
             raise SystemExit(f"--datasets: {ds!r} must be one of adult, adult-1m, embedded")
