@@ -1,27 +1,41 @@
-"""Run hundreds of generated bad inputs through every ``lopub`` subcommand and count the outcomes.
+"""Bad inputs and faults through every ``lopub`` subcommand (issues 15 and 25), one tool.
 
-Each case is a valid command line with one argument made bad (a bad number, a missing, empty,
-damaged or wrong-kind file, an impossible combination); each expects an error.  Outcomes:
-``clear`` (exit 2, one line without traceback naming the parameter, its value or the file),
-``vague`` (exit 2, several lines or naming none), ``traceback``, ``silent`` (exit 0),
-``changed-output`` (an existing output changed), ``leftover-temp`` (a temporary, staging or lock
-file remained).  Cases run in-process through :func:`lopub.cli.main`, a few also as processes.
-A case is a dict: ``argv`` (without ``lopub``), ``names`` (one of which a clear message
-contains) and optionally ``sentinel`` (an existing output that must survive).
-``--fuzz N`` (generated files and command lines) and ``--kill N`` (SIGKILL at N random moments
-of every writer) are in :mod:`pipelines.fault_harness`.
+* The hand-written cases (default): hundreds of valid command lines with one argument made bad (a
+  bad number, a missing, empty, damaged or wrong-kind file, an impossible combination); each
+  expects an error.  Outcomes: ``clear`` (exit 2, one line without traceback naming the parameter,
+  its value or the file), ``vague`` (exit 2, several lines or naming none), ``traceback``,
+  ``silent`` (exit 0), ``changed-output`` (an existing output changed), ``leftover-temp`` (a
+  temporary, staging or lock file remained).  In-process through :func:`lopub.cli.main`, 12 also as
+  processes (``--subprocess N``).  A case is a dict: ``argv`` (without ``lopub``), ``names`` (one of
+  which a clear message contains) and optionally ``sentinel`` (an existing output that must survive).
+* ``--fuzz N`` (:func:`fuzz`): generated FILES (:func:`tests.harden.strategies.file_cases`: CSV,
+  domain, model, reports of every kind; valid, edited, damaged, nested 100,000 deep, swapped) read
+  by a subcommand, and generated command lines of privacy, demo, compare-protocols, serve-plan and
+  serve-export (:func:`~tests.harden.strategies.arg_cases`), under a 10 s alarm.  Outcomes:
+  ``clear``, ``correct`` (exit 0 and the result valid: a damaged file read as the original; the
+  privacy figures satisfying Eq. (10); outputs that load), and the failures ``traceback``, ``hang``,
+  ``vague``, ``silent`` (exit 0, wrong or unusable) and ``changed-input``.
+* ``--kill N`` (:func:`kill`): a fork server: lopub is imported once, each run is a forked child
+  calling ``main(argv)``, SIGKILLed (with its process group) after a random delay; then the output
+  must be absent or complete (it loads), the inputs unchanged, a re-run must succeed, and no
+  temporary, staging or lock file may remain.
 
-Usage: ``python -m pipelines.bad_inputs [--list] [--subprocess N] [--fuzz N] [--kill N]``
+Usage: ``python -m pipelines.bad_inputs [--subprocess N] [--fuzz N] [--kill N]``
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import contextlib
+import hashlib
 import io
 import json
+import math
 import os
+import random
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +43,81 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+
+from tests.harden.filekinds import _content, _readers, fx_original, writers
+
+LIMIT_S = 10
+TEMP = re.compile(r"^\..*\.(tmp|stage|lock|new)$")
+
+
+class Hang(Exception):
+    """The 10 s alarm rang."""
+
+
+def _alarm(signum, frame):
+    raise Hang
+
+
+def digest(paths) -> dict:
+    out = {}
+    for p in map(Path, paths):
+        for q in ([p] if p.is_file() else sorted(p.rglob("*")) if p.is_dir() else []):
+            if q.is_file():
+                out[str(q)] = hashlib.sha256(q.read_bytes()).hexdigest()
+    return out
+
+
+def run_main(argv: list[str]) -> tuple[object, str, str]:
+    """(exit status or 'traceback'/'hang', stderr, stdout) of ``lopub argv`` in this process."""
+    from lopub.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(LIMIT_S)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            try:
+                code = main([str(x) for x in argv])
+            except SystemExit as exc:
+                code = exc.code
+    except Hang:
+        code = "hang"
+    except BaseException as exc:  # noqa: BLE001 - a traceback is the outcome being counted
+        code = "traceback"
+        err.write(f"{type(exc).__name__}: {exc}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return code, err.getvalue(), out.getvalue()
+
+
+# fixtures and the hand-written cases ------------------------------------------------------
+def valid_fixtures(work: Path) -> dict[str, str]:
+    """Valid inputs of every kind: CSV, domain, Bloom reports (file, dataset), marginal-sampling
+    and oracle ``.npz``, model."""
+    from lopub.cli import main
+
+    work.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    n = 500
+    df = pd.DataFrame({"a": rng.choice(list("xyz"), n), "b": rng.choice(list("uv"), n),
+                       "c": rng.choice(list("pq"), n)})
+    f = {k: str(work / k) for k in ("d.csv", "dom.json", "r.parquet", "ms.npz", "o.npz", "m.json", "dset")}
+    df.to_csv(f["d.csv"], index=False)
+    steps = [["schema", f["d.csv"], "--out", f["dom.json"]],
+             ["encode", f["d.csv"], "--domain", f["dom.json"], "--f", "0.3", "--seed", "1", "--out", f["r.parquet"]],
+             ["merge-reports", f["dset"], f["r.parquet"]],
+             ["collect", f["d.csv"], "--domain", f["dom.json"], "--protocol", "marginals", "--epsilon", "2",
+              "--seed", "1", "--out", f["ms.npz"]],
+             ["collect", f["d.csv"], "--domain", f["dom.json"], "--protocol", "oue", "--epsilon", "2",
+              "--seed", "1", "--out", f["o.npz"]],
+             ["fit", f["r.parquet"], "--out", f["m.json"], "--jobs", "1"]]
+    for argv in steps:
+        assert main(argv + ["--quiet"]) == 0, argv
+    return f
+
+
 
 #: bad values of a number that must be finite and > 0
 BAD_POS = ["0", "-1", "nan", "inf", "-inf", "abc", "", "1e400"]
@@ -40,11 +129,8 @@ HUGE = "100000000000000"
 
 
 def make_fixtures(work: Path) -> dict[str, str]:
-    """Valid inputs (those of :func:`pipelines.fault_harness.make_fixtures`, a numeric CSV, a prior)
-    and damaged variants."""
-    from pipelines.fault_harness import make_fixtures as valid_files
-
-    fx = valid_files(work)
+    """Valid inputs (those of :func:`valid_fixtures`, a numeric CSV, a prior) and damaged variants."""
+    fx = valid_fixtures(work)
     rng = np.random.default_rng(0)
     fx.update({k: str(work / k) for k in ("prior.json", "num.csv")})
     Path(fx["num.csv"]).write_text("a,num\n" + "".join(f"{i % 3},{v:.4f}\n" for i, v in
@@ -170,129 +256,123 @@ def build_cases(fx: dict[str, str], work: Path) -> list[dict]:
     # (an oracle .npz is no bad input here: inspect-reports reads every file collect writes, issue 23)
     inspectable = [f for f in bad_files(work, ("reports",)) if Path(f).name != "o.npz"]
     cases += _cases(["inspect-reports", fx["r.parquet"]], "", inspectable, positional=1)
-    cases += more_cases(fx, work, _cases, bad_files) + sacred_cases(fx, work)
+    cases += _server(fx, work) + _oracles(fx, work) + _release(fx, work) + sacred_cases(fx, work)
     return cases
 
 
 BAD_PHI = ["0", "-1", "1.5", "nan", "inf", "abc", ""]
 
 
-def _server(fx, work, cases, bad_files) -> list[dict]:
+def _server(fx, work) -> list[dict]:
     w, out = str(work), str(work / "out")
     c: list[dict] = []
     est = ["estimate", fx["r.parquet"], "--attrs", "a,b"]
-    c += cases(est, "", bad_files(work, ("reports",)), positional=1)
-    c += cases(est, "--attrs", ["", ",", "nosuch", "a,a", "a,nosuch"])
-    c += cases(est, "--method", ["nosuch", ""])
-    c += cases(est, "--tol", ["0", "-1", "nan", "abc", "inf"])
-    c += cases(est, "--max-iter", ["0", "-1", "abc"])
-    c += cases(est, "--memory-budget-mb", ["0", "-1", "nan", "abc", "inf", "1.7e302"])
-    c += cases(est, "--support", ["moment"])  # only for hybrid
+    c += _cases(est, "", bad_files(work, ("reports",)), positional=1)
+    c += _cases(est, "--attrs", ["", ",", "nosuch", "a,a", "a,nosuch"])
+    c += _cases(est, "--method", ["nosuch", ""])
+    c += _cases(est, "--tol", ["0", "-1", "nan", "abc", "inf"])
+    c += _cases(est, "--max-iter", ["0", "-1", "abc"])
+    c += _cases(est, "--memory-budget-mb", ["0", "-1", "nan", "abc", "inf", "1.7e302"])
+    c += _cases(est, "--support", ["moment"])  # only for hybrid
     fit = ["fit", fx["r.parquet"], "--out", f"{out}.model.json"]
-    c += cases(fit, "", bad_files(work, ("reports",)), positional=1, sentinel=f"{out}.model.json")
-    c += cases(fit, "--phi", BAD_PHI, sentinel=f"{out}.model.json")
-    c += cases(fit, "--model-phi", BAD_PHI, sentinel=f"{out}.model.json")
-    c += cases(fit, "--clique-budget", ["0", "-1", "abc"], sentinel=f"{out}.model.json")
-    c += cases(fit, "--tol", ["0", "-1", "nan", "abc"], sentinel=f"{out}.model.json")
-    c += cases(fit, "--memory-budget-mb", ["0", "nan", "1.7e302"], sentinel=f"{out}.model.json")
-    c += cases(fit, "--max-memory-mb", ["0", "nan", "1.7e302"], sentinel=f"{out}.model.json")
-    c += cases(fit, "--plot", [f"{w}/no/such/g.png", f"{w}/outdir"], sentinel=f"{out}.model.json")
-    c += cases(fit, "--out", [f"{w}/outdir", f"{w}/no/such/m.json"])
+    c += _cases(fit, "", bad_files(work, ("reports",)), positional=1, sentinel=f"{out}.model.json")
+    c += _cases(fit, "--phi", BAD_PHI, sentinel=f"{out}.model.json")
+    c += _cases(fit, "--model-phi", BAD_PHI, sentinel=f"{out}.model.json")
+    c += _cases(fit, "--clique-budget", ["0", "-1", "abc"], sentinel=f"{out}.model.json")
+    c += _cases(fit, "--tol", ["0", "-1", "nan", "abc"], sentinel=f"{out}.model.json")
+    c += _cases(fit, "--memory-budget-mb", ["0", "nan", "1.7e302"], sentinel=f"{out}.model.json")
+    c += _cases(fit, "--max-memory-mb", ["0", "nan", "1.7e302"], sentinel=f"{out}.model.json")
+    c += _cases(fit, "--plot", [f"{w}/no/such/g.png", f"{w}/outdir"], sentinel=f"{out}.model.json")
+    c += _cases(fit, "--out", [f"{w}/outdir", f"{w}/no/such/m.json"])
     syn = ["synthesize", fx["m.json"], "--n", "10", "--out", f"{out}.csv"]
-    c += cases(syn, "", bad_files(work, ("model",)), positional=1, sentinel=f"{out}.csv")
-    c += cases(syn, "--n", BAD_COUNT + [HUGE], sentinel=f"{out}.csv")
-    c += cases(syn, "--seed", ["-1", "abc"], sentinel=f"{out}.csv")
-    c += cases(syn, "--out", [f"{w}/outdir", f"{w}/no/such/s.csv"])
+    c += _cases(syn, "", bad_files(work, ("model",)), positional=1, sentinel=f"{out}.csv")
+    c += _cases(syn, "--n", BAD_COUNT + [HUGE], sentinel=f"{out}.csv")
+    c += _cases(syn, "--seed", ["-1", "abc"], sentinel=f"{out}.csv")
+    c += _cases(syn, "--out", [f"{w}/outdir", f"{w}/no/such/s.csv"])
     qry = ["query", fx["m.json"], "--attrs", "a"]
-    c += cases(qry, "", bad_files(work, ("model",)), positional=1)
-    c += cases(qry, "--attrs", ["", ",", "nosuch", "a,a"])
-    c += cases(qry, "--where", ["b", "=u", "b=nosuch", "nosuch=u", "a=x"])
+    c += _cases(qry, "", bad_files(work, ("model",)), positional=1)
+    c += _cases(qry, "--attrs", ["", ",", "nosuch", "a,a"])
+    c += _cases(qry, "--where", ["b", "=u", "b=nosuch", "nosuch=u", "a=x"])
     c.append({"argv": qry + ["--where", "b=u", "--where", "b=v"], "names": ["--where", "'b'"]})
     gr = ["graph", fx["m.json"]]
-    c += cases(gr, "", bad_files(work, ("model",)), positional=1)
-    c += cases(gr, "--phi", BAD_PHI)
-    c += cases(["graph", fx["r.parquet"]], "--clique-budget", ["0", "-1", "abc"])
-    c += cases(gr, "--out-json", [f"{w}/outdir", f"{w}/no/such/g.json"])
-    c += cases(gr, "--plot", [f"{w}/no/such/g.png"])
+    c += _cases(gr, "", bad_files(work, ("model",)), positional=1)
+    c += _cases(gr, "--phi", BAD_PHI)
+    c += _cases(["graph", fx["r.parquet"]], "--clique-budget", ["0", "-1", "abc"])
+    c += _cases(gr, "--out-json", [f"{w}/outdir", f"{w}/no/such/g.json"])
+    c += _cases(gr, "--plot", [f"{w}/no/such/g.png"])
     ev = ["evaluate", "--real", fx["d.csv"], "--synthetic", fx["d.csv"], "--domain", fx["dom.json"]]
-    c += cases(ev, "--real", bad_files(work, ("csv",)))
-    c += cases(ev, "--synthetic", bad_files(work, ("csv",))[:6])
-    c += cases(ev, "--domain", bad_files(work, ("domain",)))
-    c += cases(ev, "--k", ["0", "-1", "abc", "10"])
-    c += cases(ev, "--subsets", ["0", "-1", "abc"])
+    c += _cases(ev, "--real", bad_files(work, ("csv",)))
+    c += _cases(ev, "--synthetic", bad_files(work, ("csv",))[:6])
+    c += _cases(ev, "--domain", bad_files(work, ("domain",)))
+    c += _cases(ev, "--k", ["0", "-1", "abc", "10"])
+    c += _cases(ev, "--subsets", ["0", "-1", "abc"])
     return c
 
 
-def _oracles(fx, work, cases, bad_files) -> list[dict]:
+def _oracles(fx, work) -> list[dict]:
     w, out = str(work), str(work / "out")
     c: list[dict] = []
     col = ["collect", fx["d.csv"], "--domain", fx["dom.json"], "--protocol", "grr", "--epsilon", "1",
            "--out", f"{out}.npz", "--seed", "1"]
     s = f"{out}.npz"
-    c += cases(col, "", bad_files(work, ("csv",)), positional=1, sentinel=s)
-    c += cases(col, "--domain", bad_files(work, ("domain",))[:6], sentinel=s)
-    c += cases(col, "--epsilon", BAD_POS, sentinel=s)
-    c += cases(col, "--protocol", ["nosuch", ""], sentinel=s)
+    c += _cases(col, "", bad_files(work, ("csv",)), positional=1, sentinel=s)
+    c += _cases(col, "--domain", bad_files(work, ("domain",))[:6], sentinel=s)
+    c += _cases(col, "--epsilon", BAD_POS, sentinel=s)
+    c += _cases(col, "--protocol", ["nosuch", ""], sentinel=s)
     lg = [x if x != "grr" else "l-grr" for x in col] + ["--eps-1", "0.5"]
-    c += cases(lg, "--eps-1", ["0", "-1", "nan", "1", "2", "abc"], sentinel=s)
+    c += _cases(lg, "--eps-1", ["0", "-1", "nan", "1", "2", "abc"], sentinel=s)
     smp = col + ["--solution", "smp"]
-    c += cases(smp, "--r", ["0", "-1", "4", "abc"], sentinel=s)
+    c += _cases(smp, "--r", ["0", "-1", "4", "abc"], sentinel=s)
     lip = [x if x != "grr" else "rr-lip" for x in col] + ["--prior", fx["prior.json"]]
-    c += cases(lip, "--prior", [f"{w}/nosuch.json", f"{w}/bad/junk.bin", f"{w}/bad/list.json",
+    c += _cases(lip, "--prior", [f"{w}/nosuch.json", f"{w}/bad/junk.bin", f"{w}/bad/list.json",
                                 f"{w}/bad/prior_sizes.json", f"{w}/bad/prior_neg.json"], sentinel=s)
-    c += cases(col, "--out", [f"{w}/outdir/", f"{w}/no/such/o.npz"])
-    c += cases(["estimate-freq", fx["o.npz"]], "", [f for f in bad_files(work, ("npz", "reports"))
+    c += _cases(col, "--out", [f"{w}/outdir/", f"{w}/no/such/o.npz"])
+    c += _cases(["estimate-freq", fx["o.npz"]], "", [f for f in bad_files(work, ("npz", "reports"))
                                                     if not f.endswith("/o.npz")], positional=1)
     cmp = ["compare-protocols", "--n", "300", "--runs", "1", "--epsilons", "1", "--protocols",
            "spl-grr,allomfree"]
-    c += cases(cmp, "--epsilons", BAD_POS + ["1,abc", ","])
-    c += cases(cmp, "--runs", BAD_COUNT + [HUGE])  # HUGE: a comparison that would never end
-    c += cases(cmp, "--eps1-ratio", BAD_UNIT)
-    c += cases(cmp, "--n", BAD_COUNT + [HUGE])
-    c += cases(cmp, "--protocols", ["nosuch", "", "spl-nosuch"])
-    c += cases(cmp, "--dataset", [f"{w}/nosuch.csv"])
+    c += _cases(cmp, "--epsilons", BAD_POS + ["1,abc", ","])
+    c += _cases(cmp, "--runs", BAD_COUNT + [HUGE])  # HUGE: a comparison that would never end
+    c += _cases(cmp, "--eps1-ratio", BAD_UNIT)
+    c += _cases(cmp, "--n", BAD_COUNT + [HUGE])
+    c += _cases(cmp, "--protocols", ["nosuch", "", "spl-nosuch"])
+    c += _cases(cmp, "--dataset", [f"{w}/nosuch.csv"])
     c.append({"argv": cmp + ["--dataset", fx["d.csv"]], "names": ["--domain"]})
     pl = ["plan", "--domain", fx["dom.json"], "--n", "1000", "--epsilon", "1"]
-    c += cases(pl, "--domain", bad_files(work, ("domain",))[:7])
-    c += cases(pl, "--n", BAD_COUNT)
-    c += cases(pl, "--epsilon", BAD_POS)
+    c += _cases(pl, "--domain", bad_files(work, ("domain",))[:7])
+    c += _cases(pl, "--n", BAD_COUNT)
+    c += _cases(pl, "--epsilon", BAD_POS)
     sp = ["serve-plan", "--domain", fx["dom.json"], "--n", "1000", "--epsilon", "1", "--out", f"{w}/sp.json"]
-    c += cases(sp, "--domain", bad_files(work, ("domain",))[:4])
-    c += cases(sp, "--n", BAD_COUNT[:3])
-    c += cases(sp, "--epsilon", BAD_POS[:3])
+    c += _cases(sp, "--domain", bad_files(work, ("domain",))[:4])
+    c += _cases(sp, "--n", BAD_COUNT[:3])
+    c += _cases(sp, "--epsilon", BAD_POS[:3])
     for command in ("serve", "serve-export"):  # a bad collection is refused before anything runs
         argv = [command, "x=" + fx["dom.json"]] + ([f"{w}/exp.npz"] if command == "serve-export" else [])
-        c += cases(argv, "", ["nofile", f"x={w}/nosuch.json", "x=" + fx["dom.json"]], positional=1)
+        c += _cases(argv, "", ["nofile", f"x={w}/nosuch.json", "x=" + fx["dom.json"]], positional=1)
     return c
 
 
-def _release(fx, work, cases, bad_files) -> list[dict]:
+def _release(fx, work) -> list[dict]:
     w, out = str(work), str(work / "out")
     c: list[dict] = []
     rep = ["report", fx["m.json"], "--out", f"{out}.html"]
-    c += cases(rep, "", bad_files(work, ("model",)), positional=1, sentinel=f"{out}.html")
-    c += cases(rep, "--synthetic", bad_files(work, ("csv",))[:9], sentinel=f"{out}.html")
-    c += cases(rep, "--real", bad_files(work, ("csv",))[:6], sentinel=f"{out}.html")
-    c += cases(rep, "--out", [f"{w}/outdir", f"{w}/no/such/r.html"])
+    c += _cases(rep, "", bad_files(work, ("model",)), positional=1, sentinel=f"{out}.html")
+    c += _cases(rep, "--synthetic", bad_files(work, ("csv",))[:9], sentinel=f"{out}.html")
+    c += _cases(rep, "--real", bad_files(work, ("csv",))[:6], sentinel=f"{out}.html")
+    c += _cases(rep, "--out", [f"{w}/outdir", f"{w}/no/such/r.html"])
     ex = ["export", fx["m.json"], "--format", "uai", "--out", f"{out}.uai"]
-    c += cases(ex, "", bad_files(work, ("model",)), positional=1, sentinel=f"{out}.uai")
-    c += cases(ex, "--format", ["nosuch", ""], sentinel=f"{out}.uai")
-    c += cases(ex, "--out", [f"{w}/outdir", f"{w}/no/such/m.uai"])
+    c += _cases(ex, "", bad_files(work, ("model",)), positional=1, sentinel=f"{out}.uai")
+    c += _cases(ex, "--format", ["nosuch", ""], sentinel=f"{out}.uai")
+    c += _cases(ex, "--out", [f"{w}/outdir", f"{w}/no/such/m.uai"])
     mr = ["merge-reports", f"{w}/merged", fx["r.parquet"], fx["r.parquet"]]
-    c += cases(mr, "", bad_files(work, ("reports",))[:8], positional=2)
-    c += cases(mr, "", [f"{w}/outdir", fx["d.csv"]], positional=1)
+    c += _cases(mr, "", bad_files(work, ("reports",))[:8], positional=2)
+    c += _cases(mr, "", [f"{w}/outdir", fx["d.csv"]], positional=1)
     demo = ["demo", "--n", "500", "--out", f"{w}/demo-out"]
-    c += cases(demo, "--n", BAD_COUNT + [HUGE])
-    c += cases(demo, "--f", BAD_UNIT)
-    c += cases(demo, "--seed", ["-1", "abc"])
-    c += cases(demo, "--out", [fx["d.csv"]])
+    c += _cases(demo, "--n", BAD_COUNT + [HUGE])
+    c += _cases(demo, "--f", BAD_UNIT)
+    c += _cases(demo, "--seed", ["-1", "abc"])
+    c += _cases(demo, "--out", [fx["d.csv"]])
     return c
-
-
-def more_cases(fx: dict, work: Path, cases, bad_files) -> list[dict]:
-    """The server (estimate ... evaluate), oracle (collect ... plan) and release cases."""
-    return (_server(fx, work, cases, bad_files) + _oracles(fx, work, cases, bad_files)
-            + _release(fx, work, cases, bad_files))
 
 
 def sacred_cases(fx: dict, work: Path) -> list[dict]:
@@ -334,11 +414,6 @@ def sacred_cases(fx: dict, work: Path) -> list[dict]:
 SENTINEL = b"existing output, must survive a failed command\n"
 
 
-def _temporaries(folder: Path) -> list[Path]:
-    from pipelines.fault_harness import TEMP
-    return [p for p in folder.rglob(".*") if TEMP.match(p.name)]
-
-
 def _names_something(msg: str, case: dict) -> bool:
     """The message names the parameter, the bad value or the file."""
     low = msg.lower()
@@ -348,8 +423,6 @@ def _names_something(msg: str, case: dict) -> bool:
 
 def run_in_process(argv: list[str]) -> tuple[object, str, str | None]:
     """(exit status, stderr, traceback text or None) of ``lopub argv`` in this process (10 s alarm)."""
-    from pipelines.fault_harness import run_main
-
     code, err, _ = run_main(argv)
     return (None, err, err) if code in ("traceback", "hang") else (code, err, None)
 
@@ -357,10 +430,9 @@ def run_in_process(argv: list[str]) -> tuple[object, str, str | None]:
 def classify(case: dict, code, err: str, tb: str | None, work: Path) -> str:
     """The outcome of one case (see the module docstring)."""
     out = case.get("sentinel")
-    leftovers = _temporaries(work)
+    leftovers = [p for p in work.rglob(".*") if TEMP.match(p.name)]
     for p in leftovers:
         if p.is_dir():
-            import shutil
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)
@@ -384,7 +456,7 @@ def _prepare(case: dict) -> None:
         Path(case["sentinel"]).write_bytes(SENTINEL)
 
 
-def run_all(cases: list[dict], work: Path, verbose: bool) -> tuple[collections.Counter, dict, list]:
+def run_all(cases: list[dict], work: Path) -> tuple[collections.Counter, dict, list]:
     counts, per_cmd, bad = collections.Counter(), collections.defaultdict(collections.Counter), []
     for case in cases:
         _prepare(case)
@@ -395,8 +467,6 @@ def run_all(cases: list[dict], work: Path, verbose: bool) -> tuple[collections.C
         if outcome != "clear":
             last = (tb or err).strip().splitlines()
             bad.append((outcome, " ".join(case["argv"]), last[-1] if last else ""))
-        if verbose:
-            print(f"{outcome:15s} {' '.join(case['argv'])[:150]}", file=sys.__stdout__)
     return counts, per_cmd, bad
 
 
@@ -408,16 +478,15 @@ def run_subprocesses(cases: list[dict], work: Path, k: int) -> collections.Count
     for case in cases[::step][:k]:
         _prepare(case)
         r = subprocess.run([sys.executable, "-m", "lopub"] + case["argv"], capture_output=True,
-                           text=True, env=env, cwd=work, timeout=300)
+                           text=True, env=env, cwd=work, timeout=300, check=False)
         counts[classify(case, r.returncode, r.stderr, None, work)] += 1
     return counts
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--list", action="store_true", help="print every case and its outcome")
     p.add_argument("--subprocess", type=int, default=12, help="cases re-run as subprocesses")
-    p.add_argument("--fuzz", type=int, default=0, help="generated file cases (pipelines.fault_harness)")
+    p.add_argument("--fuzz", type=int, default=0, help="generated file and command-line cases")
     p.add_argument("--kill", type=int, default=0, help="kill -9 moments per writer")
     a = p.parse_args(argv)
     if a.fuzz or a.kill:
@@ -427,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(io.StringIO()):
             fx = make_fixtures(work)
         cases = build_cases(fx, work)
-        counts, per_cmd, bad = run_all(cases, work, a.list)
+        counts, per_cmd, bad = run_all(cases, work)
         sub = run_subprocesses(cases, work, a.subprocess)
     total = sum(counts.values())
     print(f"{total} bad inputs across {len(per_cmd)} subcommands")
@@ -445,8 +514,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_faults(fuzz_cases: int, kills: int) -> int:
     """The file-fuzzing and kill -9 runs; their table (the rows of docs/BENCHMARKS.md)."""
-    from pipelines.fault_harness import fuzz, kill
-
     with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()) as _:
         t0 = time.perf_counter()
         fz = fuzz(Path(tmp) / "fuzz", fuzz_cases) if fuzz_cases else (collections.Counter(), [])
@@ -471,6 +538,215 @@ def run_faults(fuzz_cases: int, kills: int) -> int:
         for f in kl[1][:30]:
             print(f"  {f}")
     return 0
+
+
+# fuzzing -----------------------------------------------------------------------------------------
+def _errored(code, err: str, argv) -> tuple[str, str] | None:
+    """The outcome of a case that did not exit 0 (None when it did)."""
+    if code in ("traceback", "hang"):
+        return code, f"{' '.join(argv)}: {err.strip()[-300:]}"
+    if code == 2:
+        lines = err.strip().splitlines()
+        return ("clear", lines[-1]) if len(lines) == 1 and "Traceback" not in err else ("vague", err[-300:])
+    return None if code == 0 else ("other-exit", f"{code}: {err[-200:]}")
+
+
+def run_case(fx: dict, work: Path, kind: str, raw: bytes, how: str, argv_index: int) -> tuple[str, str]:
+    """Outcome and message of one generated file case."""
+    for p in work.iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    suffix = {"csv": ".csv", "domain": ".json", "model": ".json", "bloom": ".parquet", "ms": ".npz",
+              "oracle": ".npz"}[kind]
+    target = work / f"in{suffix}"
+    target.write_bytes(raw)
+    commands = _readers(fx, work)[kind]
+    argv = [x.replace("{X}", str(target)) for x in commands[argv_index % len(commands)]]
+    inputs = [target] + [v for v in fx.values()]
+    before = digest(inputs)
+    code, err, _ = run_main(argv + ["--quiet"])
+    if digest(inputs) != before:
+        return "changed-input", " ".join(argv)
+    if bad := _errored(code, err, argv):
+        return bad
+    if how in ("generated", "edited") or kind == "csv" or (kind == "domain" and how[:5] != "swap:"):
+        # CSVs and domains (hand-written schemas) carry no checksum: a damaged one that still
+        # parses is data as given (the command's output was checked to load by the command itself)
+        return "correct", ""
+    real = how.split(":")[1] if how.startswith("swap:") else kind  # a valid file of that kind
+    if argv[0] not in {c[0] for c in _readers(fx, work)[real]}:  # read as what it is not
+        return "silent", " ".join(argv)
+    same = _content(real, str(target))
+    return ("correct", "") if same is not None and same == _content(real, fx_original(fx, real)) \
+        else ("silent", " ".join(argv))
+
+
+def _privacy_ok(out: dict) -> bool:
+    """Eq. (10): epsilon per attribute = 2 h ln((1 - f/2) / (f/2)) = 2 h x, per record d times it;
+    checked where well-conditioned (f < 1/2: x = ln(2 - f) - ln f; else f = 2 / (1 + e^x)), 1e-9 relative."""
+    f, h, d, eps = out["f"], out["h"], out["d"], out["epsilon_per_attribute"]
+    x = eps / (2 * h)
+    ok = math.isclose(x, math.log(2 - f) - math.log(f), rel_tol=1e-9) if f < 0.5 else \
+        math.isclose(2 / (1 + math.exp(x)), f, rel_tol=1e-9)
+    return ok and math.isclose(out["epsilon_per_record"], d * eps, rel_tol=1e-12)
+
+
+def check_args_result(argv: list[str], stdout: str, work: Path) -> bool:
+    """Whether a generated command line that exited 0 gave a valid result."""
+    name = argv[0]
+    if name == "privacy":
+        return _privacy_ok(json.loads(stdout))
+    if name == "compare-protocols":
+        rows = json.loads(stdout)
+        return bool(rows) and all(r["error"] is not None or (math.isfinite(r["mse_avg"]) and r["mse_avg"] >= 0)
+                                  for r in rows)
+    if name == "demo":
+        from lopub.model.graphical import Model
+        Model.load(work / "demo" / "model.json")
+        return "tvd_2way_synthetic" in json.loads((work / "demo" / "summary.json").read_text())
+    if name == "serve-plan":
+        return json.loads((work / "sp.json").read_text())["format"].startswith("lopub-")
+    return (work / "exp.npz").exists()
+
+
+def run_args_case(fx: dict, work: Path, argv: list[str], domain_text: str) -> tuple[str, str]:
+    """Outcome and message of one generated command line (privacy, demo, compare-protocols, serve-*)."""
+    for p in work.iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    (work / "gen.json").write_text(domain_text)
+    shutil.copy(fx["d.csv"], work / "d.csv")
+    inputs = [work / "gen.json", work / "d.csv"] + list(fx.values())
+    before = digest(inputs)
+    code, err, out = run_main(argv + ([] if argv[0] in ("privacy", "compare-protocols") else ["--quiet"]))
+    if digest(inputs) != before:
+        return "changed-input", " ".join(argv)
+    if bad := _errored(code, err, argv):
+        return bad
+    try:
+        return ("correct", "") if check_args_result(argv, out, work) else ("silent", " ".join(argv))
+    except Exception as exc:  # noqa: BLE001 - an unusable result accepted with exit 0
+        return "silent", f"{' '.join(argv)}: {type(exc).__name__}: {exc}"[:300]
+
+
+def fuzz(work: Path, cases: int, *, seed: int = 0) -> tuple[dict, list]:
+    """Run ``cases`` generated cases (files and command lines); (outcome counts per subcommand, failures)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.harden.strategies import arg_cases, file_cases
+
+    fx = valid_fixtures(work / "fx")
+    case_dir = work / "case"
+    case_dir.mkdir(exist_ok=True)
+    counts: dict = collections.defaultdict(collections.Counter)
+    failures: list = []
+    data = {k: Path(fx_original(fx, k)).read_bytes() for k in ("csv", "domain", "model", "bloom", "ms", "oracle")}
+    cases_st = st.one_of(file_cases(data), arg_cases(str(case_dir)).map(lambda t: ("args", t[0], t[1])))
+
+    @settings(max_examples=cases, deadline=None, database=None, derandomize=seed == 0,
+              suppress_health_check=list(HealthCheck))
+    @given(case=cases_st, which=st.integers(0, 5))
+    def one(case, which):
+        kind, raw, how = case
+        if kind == "args":
+            command, (outcome, msg) = raw[0], run_args_case(fx, case_dir, raw, how)
+        else:
+            outcome, msg = run_case(fx, case_dir, kind, raw, how, which)
+            command = _readers(fx, case_dir)[kind][which % len(_readers(fx, case_dir)[kind])][0]
+        counts[command][outcome] += 1
+        if outcome not in ("clear", "correct"):
+            failures.append((outcome, kind, how if kind != "args" else "", msg))
+
+    one()
+    return counts, failures
+
+
+# kill -9 -----------------------------------------------------------------------------------------
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*") if TEMP.match(p.name))
+
+
+def _quiet_main(argv: list[str]) -> int:
+    """``lopub argv --quiet`` with no output (the child of :func:`fork_run`); its exit status."""
+    os.dup2(os.open(os.devnull, os.O_RDWR), 1), os.dup2(1, 2)
+    from lopub.cli import main
+    try:
+        return main([str(x) for x in argv] + ["--quiet"])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+def fork_run(argv: list[str], delay: float | None = None, limit: float = 120.0) -> int | None:
+    """Run ``lopub argv`` in a forked child of this process (lopub imported once; its own process
+    group: :func:`pipelines.harness.runner.call`); with ``delay``, SIGKILL the child's process group
+    after ``delay`` s.  The exit status (None: killed; 70: any other failure)."""
+    from pipelines.harness.runner import call
+
+    status, code = call(_quiet_main, (argv,), limit if delay is None else delay)
+    return None if status == "timeout" else code if status == "ok" else 70
+
+
+def _size(out: Path) -> int | None:
+    from lopub.reports.dataset import ReportsDataset
+    return ReportsDataset.open(out).n if out.exists() else None
+
+
+def kill_one(name: str, spec, fx: dict, w: Path, delay: float) -> tuple[str, str]:
+    """Kill writer ``name`` after ``delay`` s; ``absent`` or ``complete`` or the failure."""
+    argv, out, check = spec
+    before, n0 = digest(list(fx.values())), (_size(Path(out)) if name == "encode-append" else None)
+    killed = fork_run(argv, delay) is None
+    if digest(list(fx.values())) != before:
+        return "changed-input", name
+    outcome = "absent"
+    if name == "encode-append":  # all or nothing: the old rows, or the old and the new
+        if _size(Path(out)) not in (n0, n0 + len(pd.read_csv(fx["d.csv"]))):
+            return "half-written", f"{name}: {n0} -> {_size(Path(out))} rows"
+        outcome = "complete" if _size(Path(out)) != n0 else "absent"
+    if Path(out).exists():
+        try:
+            check(out)
+        except Exception as exc:  # noqa: BLE001
+            return "half-written", f"{name}: {type(exc).__name__}: {exc}"[:300]
+        outcome = outcome if name == "encode-append" else "complete"
+    if killed:  # the re-run: after a kill it must succeed (or say the output exists)
+        if outcome == "complete" and name != "encode-append":
+            shutil.rmtree(out) if Path(out).is_dir() else Path(out).unlink()
+        if fork_run(argv) != 0:
+            return "rerun-failed", name
+        check(out)
+    left = _leftovers(w)
+    return ("leftover", f"{name}: {left}") if left else (outcome if killed else "finished", "")
+
+
+def kill(work: Path, per_writer: int, *, seed: int = 0, only: list[str] | None = None) -> tuple[dict, list]:
+    """``per_writer`` kills at random moments of each writer; (counts per writer, failures).
+
+    Each writer runs once in full (a forked child, lopub imported once) to measure its duration
+    T; each kill then forks a child and SIGKILLs it after a delay uniform in [0, 1.1 T]."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    fx = valid_fixtures(work / "fx")
+    rng = random.Random(seed)
+    counts: dict = {}
+    failures: list = []
+    for name in (only or list(writers(fx, work / "x"))):
+        w = work / f"k-{name}"
+        w.mkdir(exist_ok=True)
+        spec = writers(fx, w)[name]
+        t0 = time.perf_counter()
+        if fork_run(spec[0]) != 0:
+            raise RuntimeError(f"{name}: {spec[0]} fails without a kill")
+        full = time.perf_counter() - t0
+        c = counts.setdefault(name, collections.Counter())
+        for _ in range(per_writer):
+            out = Path(spec[1])
+            if name != "encode-append":
+                shutil.rmtree(out) if out.is_dir() else out.unlink(missing_ok=True)
+            outcome, msg = kill_one(name, spec, fx, w, rng.uniform(0.0, full * 1.1))
+            c[outcome] += 1
+            if outcome not in ("absent", "complete", "finished"):
+                failures.append((outcome, msg))
+        c["seconds"] = round(full, 2)
+    return counts, failures
 
 
 if __name__ == "__main__":

@@ -36,11 +36,16 @@ BASELINES = (*ISSUE_BASELINES, "pairs")
 LARGE_N = 1_000_000
 
 
-def load(name: str, seed: int, n_embedded: int):
-    """adult (45,222 records), adult-1m (10^6 resampled with replacement, seeded), embedded."""
-    if name not in ("adult", "adult-1m", "embedded"):
-        raise ValueError(f"dataset ({name!r}) must be one of adult, adult-1m, embedded")
-    return datasets.load(name, n_embedded if name == "embedded" else None, seed)
+def cells(a):
+    """(dataset, seed, data, epsilon, first epsilon of the seed?) of the grid: adult (45,222 records),
+    adult-1m (10^6 resampled with replacement, seeded) and embedded (20,000 records; 3,000 with --quick)."""
+    for ds in a.datasets.split(","):
+        if ds not in ("adult", "adult-1m", "embedded"):
+            raise SystemExit(f"--datasets: {ds!r} must be one of adult, adult-1m, embedded")
+        for seed in (int(s) for s in a.seeds.split(",")):
+            data = datasets.load(ds, (3000 if a.quick else 20000) if ds == "embedded" else None, seed)
+            for i, eps in enumerate(float(e) for e in a.epsilons.split(",")):
+                yield ds, seed, data, eps, i == 0
 
 
 def _timed(fn):
@@ -280,30 +285,6 @@ def _miss(r: dict, suffix: str = "") -> dict:
             "best_baseline_tvd": round(r["best_baseline_tvd" + suffix], 4)}
 
 
-def _bloom_cell(b: dict) -> str:
-    if "h" not in b:
-        return "skip"
-    return f"{b['tvd_model']:.3f} (h={b['h']}{', ' + b['method'] if 'method' in b else ''})"
-
-
-def table(rows: list[dict]) -> str:
-    """Markdown table of the cells (exact model TVD)."""
-    head = ("| dataset | N | eps | pick | planned | marginals | one-attr | bloom (h) | "
-            "base: bloom best h | base: one-attr | base: pairs, naive | base: pairs, fitted | central | "
-            "ratio | ratio incl. fitted pairs |")
-    lines = [head, "|" + "---|" * 15]
-    f = lambda d: f"{d['tvd_model']:.3f}" if "tvd_model" in d else "skip"  # noqa: E731
-    for r in rows:
-        b, o = r["base"], r["own"]
-        lines.append(f"| {r['dataset']} | {r['n']} | {r['epsilon']:g} | {r['recommended']} | "
-                     f"{r['planned']['tvd_model']:.3f} | {f(o['marginals'])} | {f(o['one-attribute'])} | "
-                     f"{f(o['bloom'])} ({r['plan_params']['bloom_h']}) | {_bloom_cell(b['bloom-best-h'])} | "
-                     f"{f(b['one-attribute'])} | {f(b.get('pairs-naive', {}))} | {f(b['pairs'])} | "
-                     f"{r['central']['tvd_model']:.3f} | {r['ratio_planned_to_best_baseline']:.2f} | "
-                     f"{r['ratio_planned_to_best_baseline_incl_fitted_pairs']:.2f} |")
-    return "\n".join(lines)
-
-
 def mean_table(rows: list[dict]) -> str:
     """Markdown table averaged over seeds per (dataset, epsilon); picks counted."""
     lines = ["| dataset | eps | seeds | planner's pick | planned | lopub marginals | lopub one-attr | "
@@ -371,11 +352,8 @@ def main(argv=None) -> int:
     p.add_argument("--epsilons", default=None,
                    help="comma-separated (default 0.5,1,2,4,8,16,64; with --report: keep only these)")
     p.add_argument("--seeds", default="0")
-    p.add_argument("--n-embedded", type=int, default=20000)
     p.add_argument("--skip-bloom-above", type=int, default=None, metavar="N",
                    help="skip Bloom (lopub's and the baseline) on datasets with more than N users")
-    p.add_argument("--timing", action="store_true",
-                   help="also time collection + fit with marginal sampling on each dataset")
     p.add_argument("--quick", action="store_true",
                    help="tiny grid: embedded, 3,000 users, epsilon 4, seed 0 (< 60 s)")
     p.add_argument("--out", default="bench_budgets.json")
@@ -405,8 +383,7 @@ def main(argv=None) -> int:
         lacking = sorted({(r["dataset"], r["epsilon"]) for r in rows if "pairs-naive" not in r["base"]})
         if lacking:
             print(f"note: no naive pairs baseline for {lacking} (pass --naive)", file=sys.stderr)
-        v = verdicts(rows, timings)  # scores every row (score_row) for the tables too
-        print(table(rows))
+        v = verdicts(rows, timings)  # scores every row (score_row) for the table too
         print(mean_table(rows))
         print(json.dumps({"verdicts": v}, indent=2))
         if a.save:
@@ -420,33 +397,26 @@ def main(argv=None) -> int:
     a.datasets = a.datasets or "adult,embedded,adult-1m"
     a.epsilons = a.epsilons or "0.5,1,2,4,8,16,64"
     if a.quick:
-        a.datasets, a.epsilons, a.seeds, a.n_embedded = "embedded", "4", "0", 3000
+        a.datasets, a.epsilons, a.seeds = "embedded", "4", "0"
     rows, timings = [], []
+    for ds, seed, data, eps, first in cells(a):
+        if a.calm_naive:
+            rows.append(naive_cell(data, ds, eps, seed))
+            print(json.dumps(rows[-1]), flush=True)
+            continue
+        if first and ds == "adult-1m":  # collection + fit time at 10^6 users, once per seed
+            timings.append({"dataset": ds, "seed": seed, **timing(data, seed)})
+            print(json.dumps(timings[-1]), flush=True)
+        rows.append(run_cell(data, ds, eps, seed, bloom=a.skip_bloom_above is None or data.n <= a.skip_bloom_above))
+        print(json.dumps(rows[-1]), flush=True)
+        _write(a.out, rows, timings)
     if a.calm_naive:
-        for ds in a.datasets.split(","):
-            for seed in (int(s) for s in a.seeds.split(",")):
-                data = load(ds, seed, a.n_embedded)
-                for eps in (float(e) for e in a.epsilons.split(",")):
-                    rows.append(naive_cell(data, ds, eps, seed))
-                    print(json.dumps(rows[-1]), flush=True)
         means = naive_means(rows)
         print(json.dumps(means, indent=2))
         Path(a.out).write_text(json.dumps({"rows": rows, "means": means}, indent=2) + "\n")
         return 0
-    for ds in a.datasets.split(","):
-        for seed in (int(s) for s in a.seeds.split(",")):
-            data = load(ds, seed, a.n_embedded)
-            bloom = a.skip_bloom_above is None or data.n <= a.skip_bloom_above
-            for eps in (float(e) for e in a.epsilons.split(",")):
-                row = run_cell(data, ds, eps, seed, bloom=bloom)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-                _write(a.out, rows, timings)
-            if a.timing or ds == "adult-1m":
-                timings.append({"dataset": ds, "seed": seed, **timing(data, seed)})
-                print(json.dumps(timings[-1]), flush=True)
     v = verdicts(rows, timings)
-    print(table(rows))
+    print(mean_table(rows))
     print(json.dumps({"verdicts": v}, indent=2))
     _write(a.out, rows, timings, v)
     print(f"written {a.out}")

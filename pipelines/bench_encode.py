@@ -26,7 +26,6 @@ def main(argv=None) -> dict:
     p.add_argument("--m", type=int, default=128)
     p.add_argument("--h", type=int, default=4)
     p.add_argument("--f", type=float, default=0.5)
-    p.add_argument("--chunk", type=int, default=32768)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", help="also write the reports file here and time it")
     a = p.parse_args(argv)
@@ -38,7 +37,7 @@ def main(argv=None) -> dict:
     rng = np.random.default_rng(a.seed)
     data = Dataset(np.column_stack([rng.integers(0, s, a.n, dtype=np.uint8) for s in sizes]), domain)
     t = time.perf_counter()
-    reports = encode(data, spec, rng=a.seed + 1, chunk_size=a.chunk)
+    reports = encode(data, spec, rng=a.seed + 1, chunk_size=32768)
     secs = time.perf_counter() - t
     out = {
         "records": a.n, "attributes": a.d, "bits_per_report": spec.total_bits, "seconds": round(secs, 3),

@@ -23,12 +23,11 @@ SHAPES = ("latent20", "alarm20", "adult")
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
     ap.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 4.0, 8.0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     ap.add_argument("--label", default="after")
     args = ap.parse_args(argv)
-    grid = Grid(dict.fromkeys(args.shapes), ["pairs-model"], args.epsilons, args.seeds, data_seed=None)
+    grid = Grid(dict.fromkeys(SHAPES), ["pairs-model"], args.epsilons, args.seeds, data_seed=None)
     for r in run(grid, log=lambda s: print(s, file=sys.stderr, flush=True)):
         out = {"label": args.label, "shape": r["dataset"], "n": r["n"], "d": r["d"], "epsilon": r["epsilon"],
                "seed": r["seed"], "model": r["tvd"], **json.loads(r["extra"])}

@@ -40,7 +40,7 @@ def timed(fn):
     return out, time.process_time() - c0, time.perf_counter() - w0
 
 
-def run(ds: list[int], ns: list[int], eps: float, seed: int, do_collect: bool) -> list[dict]:
+def run(ds: list[int], ns: list[int], eps: float, seed: int = 0) -> list[dict]:
     rows = []
     for d in ds:
         dom = binary_domain(d)
@@ -48,11 +48,10 @@ def run(ds: list[int], ns: list[int], eps: float, seed: int, do_collect: bool) -
             report, pc, pw = timed(lambda dom=dom, n=n: plan(dom, n, eps))
             row = {"d": d, "n": n, "eps": eps, "plan_cpu": pc, "plan_wall": pw,
                    "pick": report.recommended, "groups": _groups(report)}
-            if do_collect:
-                data = records(dom, n, seed)
-                (reports, _), cc, cw = timed(lambda data=data: collect(data, eps, rng=seed))
-                row.update(collect_cpu=cc, collect_wall=cw, reports=reports.n)
-                del data, reports
+            data = records(dom, n, seed)
+            (reports, _), cc, cw = timed(lambda data=data: collect(data, eps, rng=seed))
+            row.update(collect_cpu=cc, collect_wall=cw, reports=reports.n)
+            del data, reports
             rows.append(row)
             print(_line(row), flush=True)
     return rows
@@ -66,29 +65,24 @@ def _groups(report) -> str:
 
 
 def _line(r: dict) -> str:
-    out = (f"d={r['d']} n={r['n']} eps={r['eps']:g}: plan {r['plan_cpu']:.2f} s CPU "
-           f"({r['plan_wall']:.2f} s wall), pick {r['pick']} ({r['groups']})")
-    if "collect_cpu" in r:
-        out += f"; collect {r['collect_cpu']:.2f} s CPU ({r['collect_wall']:.2f} s wall)"
-    return out
+    return (f"d={r['d']} n={r['n']} eps={r['eps']:g}: plan {r['plan_cpu']:.2f} s CPU "
+            f"({r['plan_wall']:.2f} s wall), pick {r['pick']} ({r['groups']}); "
+            f"collect {r['collect_cpu']:.2f} s CPU ({r['collect_wall']:.2f} s wall)")
 
 
 def table(rows: list[dict]) -> str:
     """Markdown table with ratios to the smallest d (same N) and the smallest N (same d)."""
     base_d = {(r["n"], r["eps"]): r for r in rows if r["d"] == min(x["d"] for x in rows)}
     base_n = {(r["d"], r["eps"]): r for r in rows if r["n"] == min(x["n"] for x in rows)}
-    has_c = any("collect_cpu" in r for r in rows)
     head = ("| d | N | epsilon | pick | plan CPU s | plan wall s | plan / smallest d | plan / smallest N |"
-            + (" collect CPU s | collect wall s | collect / smallest N |" if has_c else ""))
+            " collect CPU s | collect wall s | collect / smallest N |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         bd, bn = base_d.get((r["n"], r["eps"])), base_n.get((r["d"], r["eps"]))
         cells = [str(r["d"]), f"{r['n']:,}", f"{r['eps']:g}", f"{r['pick']} ({r['groups']})",
                  f"{r['plan_cpu']:.2f}", f"{r['plan_wall']:.2f}", _ratio(r, bd, "plan_cpu"),
-                 _ratio(r, bn, "plan_cpu")]
-        if has_c:
-            cells += [f"{r.get('collect_cpu', float('nan')):.2f}", f"{r.get('collect_wall', float('nan')):.2f}",
-                      _ratio(r, bn, "collect_cpu")]
+                 _ratio(r, bn, "plan_cpu"), f"{r['collect_cpu']:.2f}", f"{r['collect_wall']:.2f}",
+                 _ratio(r, bn, "collect_cpu")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -104,14 +98,12 @@ def main() -> None:
     ap.add_argument("--d", default="10,50,100,300", help="numbers of binary attributes")
     ap.add_argument("--n", default="10000,100000,1000000", help="numbers of users")
     ap.add_argument("--epsilon", default="4", help="per-record budgets (comma-separated)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-collect", action="store_true", help="time the planner only")
     a = ap.parse_args()
     ds = [int(x) for x in a.d.split(",")]
     ns = [int(x) for x in a.n.split(",")]
     rows = []
     for eps in (float(x) for x in a.epsilon.split(",")):
-        rows += run(ds, ns, eps, a.seed, not a.no_collect)
+        rows += run(ds, ns, eps)
     print()
     print(table(rows))
 

@@ -50,16 +50,10 @@ def mean_pair_tvd(truth: dict, tables) -> float:
     return float(np.mean([0.5 * np.abs(t - get(p)).sum() for p, t in truth.items()]))
 
 
-def _simplex(v: np.ndarray) -> np.ndarray:
-    """Euclidean projection of ``v`` on the probability simplex."""
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    rho = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
-    return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
-
-
 def one_attribute_marginals(codes: np.ndarray, sizes, epsilon: float, *, rng) -> list[np.ndarray]:
     """One-way estimates when each user reports one random attribute at ``epsilon``."""
+    from lopub.estimate.postprocess import project_simplex
+
     gen = np.random.default_rng(rng)
     n, d = codes.shape
     which = gen.integers(0, d, size=n)
@@ -80,7 +74,7 @@ def one_attribute_marginals(codes: np.ndarray, sizes, epsilon: float, *, rng) ->
             p, q = 0.5, 1.0 / (e + 1.0)
             own = np.bincount(x, minlength=k)
             counts = (gen.binomial(own, p) + gen.binomial(m - own, q)) / m
-        out.append(_simplex((counts - q) / (p - q)))
+        out.append(project_simplex((counts - q) / (p - q)))
     return out
 
 

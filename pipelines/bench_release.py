@@ -8,14 +8,14 @@ Parts (``--parts``; targets, commands and figures: docs/BENCHMARKS.md, "Whole pi
                  exactly on the model and on a synthetic sample: ``pgm`` (``fit()``'s default),
                  ``paper`` (``release="cliques", structure="phi"``, phi = 0.4), ``independent`` and
                  ``pairs`` (the estimated pair tables themselves, not a release).
-``grid``         the same at equal per-record budgets: ``--epsilons`` x Bloom ``--hs``, Adult and embedded.
+``grid``         the same at equal per-record budgets: ``--epsilons`` x Bloom h = 1, 2, 4, Adult and embedded.
 ``structure``    embedded data at f = 0.5: recall / precision of the structure against the true DAG.
 ``timing``       Adult at f = 0.5: the default ``fit`` against the paper's release (CPU ratio).
 ``paper-timing`` the paper's pipeline (encode -> pairs -> graph -> junction tree -> cliques -> synthesis)
                  at f = 0.5, per method in a fresh process: seconds per stage and peak RSS.
 ``paper``        per f: the paper's release against the independence release (2-way TVD) and the
                  correlation identification against the true data's phi = 0.4 graph.
-``phi-sweep``    f = 0.5: the release graph at ``--phis`` and the TVD floor of each graph (the true
+``phi-sweep``    f = 0.5: the release graph at phi = 0.4, 0.3, 0.2, 0.15 and the TVD floor of each graph (the true
                  data's graph with exact clique marginals).  ``--model-phi`` / ``--tol``: the paper
                  parts' release graph threshold and estimator tolerance.
 """
@@ -55,11 +55,18 @@ def _spec(domain, *, f=None, epsilon=None, h=H, m=M):
             m *= 2
 
 
-def _pair_tvd(data, cache) -> float:
-    from lopub.publish.evaluate import tvd
+def _reports(data, seed: int, **spec):
+    from lopub.client import encode
 
-    pairs = list(itertools.combinations(data.domain.attrs, 2))
-    return sum(tvd(data.project(list(p)), cache.marginal(list(p))) for p in pairs) / len(pairs)
+    return encode(data, _spec(data.domain, **spec), rng=seed)
+
+
+def _cache(reports, method: str, options: dict | None = None):
+    """One estimator session over ``reports`` (shared by every release fitted from it)."""
+    from lopub.dependency import MarginalCache
+    from lopub.pipeline.steps import make_estimator
+
+    return MarginalCache(make_estimator(reports, method, options))
 
 
 def _fit(reports, cache, phi: float = PHI, **kw):
@@ -72,14 +79,29 @@ def _fit(reports, cache, phi: float = PHI, **kw):
     return res.model, res.report.to_dict()
 
 
-def compare(data, reports, method: str, seed: int = 0) -> dict:
-    """The four releases of one set of reports (shared estimator session)."""
-    from lopub.dependency import MarginalCache
+def _tvd(data, model) -> float:
     from lopub.publish.evaluate import average_tvd
-    from lopub.pipeline.steps import independence_model, make_estimator
+
+    return average_tvd(data, model, 2)["mean"]
+
+
+def _sample(model, seed: int):
     from lopub.publish.synthesize import sample_codes
 
-    cache = MarginalCache(make_estimator(reports, method))
+    return sample_codes(model, rng=seed)
+
+
+def _emit(rows: list[dict], row: dict, show=None) -> None:
+    rows.append(row)
+    print(json.dumps(row if show is None else {k: row[k] for k in show}), flush=True)
+
+
+def compare(data, reports, method: str, seed: int = 0) -> dict:
+    """The four releases of one set of reports (shared estimator session)."""
+    from lopub.pipeline.steps import independence_model
+    from lopub.publish.evaluate import tvd
+
+    cache = _cache(reports, method)
     row = {"method": method, "n": reports.n, "epsilon_per_record": reports.spec.epsilon,
            "f": reports.spec.f}
     t0 = time.perf_counter()
@@ -87,91 +109,65 @@ def compare(data, reports, method: str, seed: int = 0) -> dict:
     row["seconds_pgm"] = time.perf_counter() - t0
     row["pgm_fit"] = {k: rep.get(k) for k in ("structure", "release", "edges", "model_fit")}
     row["max_clique_cells_pgm"] = max(rep["clique_cells"])
-    paper, rep_p = _fit(reports, cache, release="cliques", structure="phi")
+    paper, rep_p = _fit(reports, cache, **PAPER)
     row["max_clique_cells_paper"] = max(rep_p["clique_cells"])
     indep = independence_model(cache, n=reports.n)
-    row["tvd_pairs"] = _pair_tvd(data, cache)
+    pairs = list(itertools.combinations(data.domain.attrs, 2))
+    row["tvd_pairs"] = sum(tvd(data.project(list(p)), cache.marginal(list(p))) for p in pairs) / len(pairs)
     for name, model, s in (("pgm", pgm, 1), ("paper", paper, 2), ("independent", indep, 3)):
-        row[f"tvd_model_{name}"] = average_tvd(data, model, 2)["mean"]
-        row[f"tvd_synthetic_{name}"] = average_tvd(data, sample_codes(model, rng=seed + s), 2)["mean"]
+        row[f"tvd_model_{name}"] = _tvd(data, model)
+        row[f"tvd_synthetic_{name}"] = _tvd(data, _sample(model, seed + s))
     return row
 
 
-def part_f(fs, methods, seed) -> list[dict]:
-    data = datasets.load("adult")
-    rows = []
-    for f in fs:
-        from lopub.client import encode
-
-        reports = encode(data, _spec(data.domain, f=f), rng=seed)
+def part_releases(cells, methods, seed) -> list[dict]:
+    """``compare`` per (part, dataset, Bloom spec) cell and method."""
+    rows: list[dict] = []
+    loaded: dict = {}
+    for part, ds, spec in cells:
+        data = loaded[ds] = loaded.get(ds) or datasets.load(ds, None, seed)
+        reports = _reports(data, seed, **spec)
+        extra = {"m_max": max(reports.spec.m)} if part == "grid" else {}
         for method in methods:
-            row = {"part": "f", "dataset": "adult", "h": H, **compare(data, reports, method, seed)}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    return rows
-
-
-def part_grid(epsilons, hs, methods, names, seed) -> list[dict]:
-    from lopub.client import encode
-
-    rows = []
-    for ds in names:
-        data = datasets.load(ds, None, seed)
-        for eps, h in itertools.product(epsilons, hs):
-            spec = _spec(data.domain, epsilon=eps, h=h)
-            reports = encode(data, spec, rng=seed)
-            for method in methods:
-                row = {"part": "grid", "dataset": ds, "h": h, "m_max": max(spec.m),
-                       **compare(data, reports, method, seed)}
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+            _emit(rows, {"part": part, "dataset": ds, "h": spec.get("h", H), **extra,
+                         **compare(data, reports, method, seed)})
     return rows
 
 
 def part_structure(seed, methods) -> list[dict]:
-    from lopub.client import encode
     from lopub.datasets import embedded_model
-    from lopub.dependency import MarginalCache
     from lopub.publish.evaluate import correlation_identification
-    from lopub.pipeline.steps import make_estimator
 
     bn = embedded_model()
     data = bn.sample(20000, rng=seed)
-    reports = encode(data, _spec(data.domain, f=0.5), rng=seed + 1)
-    rows = []
+    reports = _reports(data, seed + 1, f=0.5)
+    rows: list[dict] = []
     for method in methods:
-        model, rep = _fit(reports, MarginalCache(make_estimator(reports, method)))
+        model, rep = _fit(reports, _cache(reports, method))
         truth = {frozenset(e) for e in bn.dependency_edges()}
         found = {frozenset(e) for e in model.graph.edges}
         ci = correlation_identification(model.graph.edges, bn.dependency_edges(), data.domain.attrs)
-        row = {"part": "structure", "dataset": "embedded", "method": method, "f": 0.5,
-               "recall": len(truth & found) / len(truth),
-               "precision": len(truth & found) / max(1, len(found)),
-               "true_edges": len(truth), "found_edges": len(found), "accuracy": ci["accuracy"]}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        _emit(rows, {"part": "structure", "dataset": "embedded", "method": method, "f": 0.5,
+                     "recall": len(truth & found) / len(truth),
+                     "precision": len(truth & found) / max(1, len(found)),
+                     "true_edges": len(truth), "found_edges": len(found), "accuracy": ci["accuracy"]})
     return rows
 
 
 def part_timing(methods, seed) -> list[dict]:
-    from lopub.client import encode
-    from lopub.dependency import MarginalCache
-    from lopub.pipeline.steps import make_estimator
-
     data = datasets.load("adult")
-    reports = encode(data, _spec(data.domain, f=0.5), rng=seed)
-    rows = []
+    reports = _reports(data, seed, f=0.5)
+    rows: list[dict] = []
     for method in methods:
         out = {"part": "timing", "method": method}
-        for name, kw in (("paper", {"release": "cliques", "structure": "phi"}), ("pgm", {})):
+        for name, kw in (("paper", PAPER), ("pgm", {})):
             t0 = time.process_time()
-            _, rep = _fit(reports, MarginalCache(make_estimator(reports, method)), **kw)
+            _, rep = _fit(reports, _cache(reports, method), **kw)
             out[f"cpu_{name}"] = time.process_time() - t0
             if name == "pgm":
                 out["model_fit"] = rep.get("model_fit")
         out["ratio_pgm_over_paper"] = out["cpu_pgm"] / out["cpu_paper"]
-        rows.append(out)
-        print(json.dumps(out), flush=True)
+        _emit(rows, out)
     return rows
 
 
@@ -212,28 +208,16 @@ def verdicts(rows: list[dict], kind: str = "model") -> dict:
 
 
 # the paper's pipeline ------------------------------------------------------------------------------
-def _adult_reports(data, f: float, seed: int):
-    from lopub.client import encode
-    from lopub.reports.spec import CollectionSpec
-
-    return encode(data, CollectionSpec.from_domain(data.domain, f=f, m=M, h=H), rng=seed)
-
-
 def one_run(method: str, f: float, seed: int = 0, model_phi: float | None = None,
             options: dict | None = None) -> dict:
     """The paper's whole pipeline once: seconds per stage and peak memory of this process."""
-    from lopub.dependency import MarginalCache
-    from lopub.pipeline.steps import make_estimator
-    from lopub.publish.synthesize import sample_codes
-
     data = datasets.load("adult")
     t0 = time.perf_counter()
-    reports = _adult_reports(data, f, seed)
+    reports = _reports(data, seed, f=f)
     t1 = time.perf_counter()
-    cache = MarginalCache(make_estimator(reports, method, options))
-    model, rep = _fit(reports, cache, model_phi=model_phi, **PAPER)
+    model, rep = _fit(reports, _cache(reports, method, options), model_phi=model_phi, **PAPER)
     t2 = time.perf_counter()
-    sample_codes(model, rng=seed + 1)
+    _sample(model, seed + 1)
     t3 = time.perf_counter()
     return {"part": "paper-timing", "method": method, "f": f, "records": data.n, "model_phi": model_phi or PHI,
             "options": options or {},
@@ -243,67 +227,53 @@ def one_run(method: str, f: float, seed: int = 0, model_phi: float | None = None
 
 
 def part_paper_timing(methods, model_phi, tol) -> list[dict]:
-    rows = []
+    rows: list[dict] = []
     for method in methods:
         extra = (["--model-phi", str(model_phi)] if model_phi else []) + (["--tol", str(tol)] if tol else [])
         out = subprocess.run([sys.executable, __file__, "--one", method, "0.5", *extra], check=True,
                              capture_output=True, text=True, env=os.environ).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
-        print(json.dumps({k: rows[-1][k] for k in ("method", "model_phi", "seconds", "peak_mb")}), flush=True)
+        _emit(rows, json.loads(out.strip().splitlines()[-1]), ("method", "model_phi", "seconds", "peak_mb"))
     return rows
 
 
 def part_paper(methods, fs, seed: int = 0, model_phi: float | None = None, options: dict | None = None):
     """Per f and method: the paper's release vs independence (2-way TVD), correlation identification."""
-    from lopub.dependency import MarginalCache
-    from lopub.pipeline.steps import independence_model, make_estimator
-    from lopub.publish.evaluate import average_tvd, correlation_identification
-    from lopub.publish.synthesize import sample_codes
+    from lopub.pipeline.steps import independence_model
+    from lopub.publish.evaluate import correlation_identification
 
     data = datasets.load("adult")
     true_edges = _fit(None, data, **PAPER)[0].graph.edges
-    rows = []
+    rows: list[dict] = []
     for f in fs:
-        reports = _adult_reports(data, f, seed)
+        reports = _reports(data, seed, f=f)
         for method in methods:
-            cache = MarginalCache(make_estimator(reports, method, options))
+            cache = _cache(reports, method, options)
             model, rep = _fit(reports, cache, model_phi=model_phi, **PAPER)
-            syn = sample_codes(model, rng=seed + 1)
-            base = sample_codes(independence_model(cache), rng=seed + 2)
+            syn = _sample(model, seed + 1)
+            base = _sample(independence_model(cache), seed + 2)
             ci = correlation_identification(model.graph.edges, true_edges, data.domain.attrs)
-            row = {"part": "paper", "f": f, "method": method, "model_phi": model_phi or PHI,
-                   "max_clique_cells": max(rep["clique_cells"]), "tvd_synthetic": average_tvd(data, syn, 2)["mean"],
-                   "tvd_independent": average_tvd(data, base, 2)["mean"],
-                   "tvd_model": average_tvd(data, model, 2)["mean"],
-                   "accuracy": ci["accuracy"], "added": ci["added"], "lost": ci["lost"],
-                   "true_edges": ci["true_edges"], "found_edges": ci["found_edges"],
-                   "seconds": rep["seconds"]["total"]}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            _emit(rows, {"part": "paper", "f": f, "method": method, "model_phi": model_phi or PHI,
+                         "max_clique_cells": max(rep["clique_cells"]), "tvd_synthetic": _tvd(data, syn),
+                         "tvd_independent": _tvd(data, base), "tvd_model": _tvd(data, model),
+                         "accuracy": ci["accuracy"], "added": ci["added"], "lost": ci["lost"],
+                         "true_edges": ci["true_edges"], "found_edges": ci["found_edges"],
+                         "seconds": rep["seconds"]["total"]})
     return rows
 
 
 def part_phi_sweep(phis, f: float, method: str, seed: int = 0) -> list[dict]:
     """TVD floor (true graph, exact marginals) and the LDP release, per release-graph phi."""
-    from lopub.dependency import MarginalCache
-    from lopub.pipeline.steps import make_estimator
-    from lopub.publish.evaluate import average_tvd
-    from lopub.publish.synthesize import sample_codes
-
     data = datasets.load("adult")
-    reports = _adult_reports(data, f, seed)
-    cache = MarginalCache(make_estimator(reports, method))
-    rows = []
+    reports = _reports(data, seed, f=f)
+    cache = _cache(reports, method)
+    rows: list[dict] = []
     for phi in phis:
         exact, rep_exact = _fit(None, data, phi=phi, **PAPER)
         model, rep = _fit(reports, cache, model_phi=phi, **PAPER)
-        row = {"part": "phi-sweep", "model_phi": phi, "f": f, "method": method, "edges_true": rep_exact["edges"],
-               "edges_found": rep["graph"].get("model_edges", rep["edges"]),
-               "max_clique_cells": max(rep["clique_cells"]),
-               "tvd_exact_model": average_tvd(data, exact, 2)["mean"],
-               "tvd_synthetic": average_tvd(data, sample_codes(model, rng=seed + 1), 2)["mean"]}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        _emit(rows, {"part": "phi-sweep", "model_phi": phi, "f": f, "method": method,
+                     "edges_true": rep_exact["edges"], "edges_found": rep["graph"].get("model_edges", rep["edges"]),
+                     "max_clique_cells": max(rep["clique_cells"]), "tvd_exact_model": _tvd(data, exact),
+                     "tvd_synthetic": _tvd(data, _sample(model, seed + 1))})
     return rows
 
 
@@ -312,12 +282,7 @@ def main(argv=None) -> int:
     p.add_argument("--parts", default="f,grid,structure,timing")
     p.add_argument("--fs", default="0.1,0.3,0.5,0.7,0.9")
     p.add_argument("--methods", default="em,moment")
-    p.add_argument("--epsilons", default="2,4,8,16,64")
-    p.add_argument("--hs", default="1,2,4")
-    p.add_argument("--grid-methods", default="moment")
-    p.add_argument("--grid-datasets", default="adult,embedded")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--phis", default="0.4,0.3,0.2,0.15", help="phi-sweep: release-graph thresholds")
+    p.add_argument("--epsilons", default="2,4,8,16,64", help="grid: per-record budgets (x h = 1, 2, 4)")
     p.add_argument("--model-phi", type=float, help="paper parts: release graph at this phi (graph stays 0.4)")
     p.add_argument("--tol", type=float, help="paper parts: estimator tolerance (default: the estimator's)")
     p.add_argument("--one", nargs=2, metavar=("METHOD", "F"), help=argparse.SUPPRESS)
@@ -334,24 +299,23 @@ def main(argv=None) -> int:
         print(json.dumps({"model": verdicts(rows, "model"), "synthetic": verdicts(rows, "synthetic")},
                          indent=2))
         return 0
-    parts = a.parts.split(",")
-    methods = a.methods.split(",")
+    parts, methods, fs = a.parts.split(","), a.methods.split(","), [float(x) for x in a.fs.split(",")]
     rows: list[dict] = []
     if "f" in parts:
-        rows += part_f([float(x) for x in a.fs.split(",")], methods, a.seed)
-    if "grid" in parts:
-        rows += part_grid([float(x) for x in a.epsilons.split(",")], [int(x) for x in a.hs.split(",")],
-                          a.grid_methods.split(","), a.grid_datasets.split(","), a.seed)
+        rows += part_releases([("f", "adult", {"f": f}) for f in fs], methods, 0)
+    if "grid" in parts:  # equal per-record budgets, moment
+        rows += part_releases([("grid", ds, {"epsilon": float(e), "h": h}) for ds in ("adult", "embedded")
+                               for e in a.epsilons.split(",") for h in (1, 2, 4)], ["moment"], 0)
     if "structure" in parts:
-        rows += part_structure(a.seed, methods)
+        rows += part_structure(0, methods)
     if "timing" in parts:
-        rows += part_timing(methods, a.seed)
+        rows += part_timing(methods, 0)
     if "paper-timing" in parts:
         rows += part_paper_timing(methods, a.model_phi, a.tol)
     if "paper" in parts:
-        rows += part_paper(methods, [float(x) for x in a.fs.split(",")], a.seed, a.model_phi, opts)
-    if "phi-sweep" in parts:
-        rows += part_phi_sweep([float(x) for x in a.phis.split(",")], 0.5, methods[0], a.seed)
+        rows += part_paper(methods, fs, 0, a.model_phi, opts)
+    if "phi-sweep" in parts:  # release-graph thresholds
+        rows += part_phi_sweep([0.4, 0.3, 0.2, 0.15], 0.5, methods[0], 0)
     v = {"model": verdicts(rows, "model"), "synthetic": verdicts(rows, "synthetic")}
     print(json.dumps({"verdicts": v}, indent=2))
     from lopub.io import atomic_write_text

@@ -61,21 +61,23 @@ _WRAP = ("import resource, sys\n"
          "sys.exit(rc)\n")
 
 
-def monitor(cmd: list[str], *, timeout: float | None = None, every: float = 0.2) -> dict:
-    """Run ``cmd``, sampling its process tree every ``every`` s (psutil, from the dask extra).
+def run_monitored(args: list[str], *, timeout: float | None = None, every: float = 0.2) -> dict:
+    """``lopub ARGS --json --quiet`` in a fresh process, its process tree sampled every ``every`` s (psutil,
+    from the dask extra; without it nothing is sampled).
 
-    Returns ``done`` (CompletedProcess; None on timeout: the tree is killed),
-    ``wall`` seconds, ``timed_out``, ``root`` (the pid of ``cmd``), ``rss``
-    (peak RSS in bytes per pid) and ``pss_mb`` (peak proportional set size of
-    the whole tree, MiB: pages shared between processes counted once; None
-    without psutil).
+    Returns wall seconds, ``timed_out`` (the tree is then killed and the report is None), the report
+    (parsed ``--json``), the client's peak RSS, each child's peak RSS (Dask workers or forked workers),
+    the peak proportional set size of the whole tree (MiB, pages shared between processes counted
+    once), ``ru_maxrss`` and the load average before and after.
     """
     try:
         import psutil
-    except ImportError:  # psutil comes with the dask extra; without it nothing is sampled
+    except ImportError:
         psutil = None
     import threading
 
+    load0 = os.getloadavg()
+    cmd = [sys.executable, "-c", _WRAP] + args + ["--json", "--quiet"]
     peaks: dict[int, int] = {}
     pss = [0.0]
     stop = threading.Event()
@@ -104,46 +106,30 @@ def monitor(cmd: list[str], *, timeout: float | None = None, every: float = 0.2)
         th.start()
     try:
         out, err = proc.communicate(timeout=timeout)
-        done, timed_out = subprocess.CompletedProcess(cmd, proc.returncode, out, err), False
+        timed_out = False
     except subprocess.TimeoutExpired:
         if psutil is not None:
             for p in psutil.Process(proc.pid).children(recursive=True):
                 p.kill()
         proc.kill()
         proc.communicate()
-        done, timed_out = None, True
+        timed_out = True
     wall = time.perf_counter() - t0
     stop.set()
     if th is not None:
         th.join()
-    return {"done": done, "wall": wall, "timed_out": timed_out, "root": proc.pid, "rss": peaks,
-            "pss_mb": pss[0] if psutil is not None else None}
-
-
-def run_monitored(args: list[str], *, timeout: float | None = None) -> dict:
-    """``lopub ARGS --json --quiet`` in a fresh process, its process tree's RSS sampled every 0.2 s.
-
-    Returns wall seconds, the report (parsed ``--json``, or None on timeout),
-    the client's peak RSS, each child's peak RSS (Dask workers or forked
-    workers), ``ru_maxrss`` and the load average before and after.
-    """
-    load0 = os.getloadavg()
-    cmd = [sys.executable, "-c", _WRAP] + args + ["--json", "--quiet"]
-    mon = monitor(cmd, timeout=timeout)
-    wall, timed_out, peaks = mon["wall"], mon["timed_out"], dict(mon["rss"])
-    proc, done = mon["root"], mon["done"]
     res = {"args": args, "wall_seconds": round(wall, 2), "timed_out": timed_out,
            "load_before": [round(x, 2) for x in load0],
            "load_after": [round(x, 2) for x in os.getloadavg()],
-           "client_peak_rss_mb": round(peaks.pop(proc, 0) / 2**20, 1),
+           "client_peak_rss_mb": round(peaks.pop(proc.pid, 0) / 2**20, 1),
            "children_peak_rss_mb": sorted((round(v / 2**20, 1) for v in peaks.values()), reverse=True),
-           "peak_pss_mb": None if mon["pss_mb"] is None else round(mon["pss_mb"], 1)}
+           "peak_pss_mb": None if psutil is None else round(pss[0], 1)}
     if timed_out:
         return res | {"report": None}
-    if done.returncode != 0:
-        raise RuntimeError(f"lopub {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    own, kids = (int(x) for x in done.stderr.rsplit("PEAK_KB", 1)[1].split())
-    rep = json.loads(done.stdout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"lopub {' '.join(args)} failed:\n{err[-3000:]}")
+    own, kids = (int(x) for x in err.rsplit("PEAK_KB", 1)[1].split())
+    rep = json.loads(out)
     return res | {"ru_maxrss_mb": [round(own / 1024, 1), round(kids / 1024, 1)],
                   "report": {k: rep.get(k) for k in ("n", "method", "seconds", "edges", "estimator")}}
 
@@ -203,57 +189,43 @@ def exponent(ns: list[int], secs: list[float]) -> float | None:
     return float(np.polyfit(np.log(ns), np.log(secs), 1)[0])
 
 
-def bench(methods: list[str], sizes: list[int], workdir: Path) -> dict:
-    workdir.mkdir(parents=True, exist_ok=True)
-    paths = {n: make_reports(n, workdir) for n in sizes}
-    runs, summary = [], {"machine_speedup_before": machine_speedup()}
-    for method in methods:
-        by_n, fit_n = {}, {}
-        for n in sizes:
-            r = run_fit(paths[n], method, 2, workdir / f"model_{method}_{n}.json")
-            runs.append(r)
-            by_n[n], fit_n[n] = r["wall_seconds"], r["seconds"]["total"]
-            print(json.dumps(r), flush=True)
-        one = run_fit(paths[sizes[-1]], method, 1, workdir / f"model_{method}_1job.json")
-        runs.append(one)
-        print(json.dumps(one), flush=True)
-        summary[method] = {"time_exponent_a": exponent(list(by_n), list(by_n.values())),
-                           "fit_time_exponent_a": exponent(list(fit_n), list(fit_n.values())),
-                           "speedup_2_jobs": round(one["wall_seconds"] / by_n[sizes[-1]], 2),
-                           "largest_n": sizes[-1]}
-    summary["machine_speedup_after"] = machine_speedup()
-    return {"m": M, "h": H, "f": F, "phi": PHI, "cores": os.cpu_count(), "runs": runs,
-            "summary": summary}
+def section_fit(methods: list[str], sizes: list[int], workdir: Path, repeats: int = 0) -> dict:
+    """Per method: ``lopub fit --jobs 2`` at each N (time ~ N^a) and ``--jobs 1`` at the largest.
 
-
-def speedup(methods: list[str], n: int, workdir: Path, repeats: int) -> dict:
-    """1 job vs 2 jobs at ``n``, alternating (1, 2, 1, 2, ...) so load changes hit both alike.
-
-    Reports per method the median over the repeats of the ratio of the
-    estimation stage's seconds (the pairwise stage, what ``--jobs`` parallelizes)
-    and of the wall seconds, with the machine's own two-process speed-up
-    before and after.
+    ``repeats`` R > 0: only 1 job vs 2 jobs at the largest N, R alternating pairs (1, 2, 1, 2, ...)
+    so that load changes hit both alike; per method the median over the repeats of the ratio of the
+    estimation stage's seconds (the pairwise stage, what ``--jobs`` parallelizes) and of the wall
+    seconds.  The machine's own two-process speed-up is measured before and after.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    path = make_reports(n, workdir)
+    sizes = [max(sizes)] if repeats else sorted(sizes)
+    paths = {n: make_reports(n, workdir) for n in sizes}
     runs, summary = [], {"machine_speedup_before": machine_speedup()}
+
+    def fit(n: int, method: str, jobs: int, tag: str) -> dict:
+        r = run_fit(paths[n], method, jobs, workdir / f"model_{method}_{tag}.json")
+        runs.append(r)
+        print(json.dumps(r), flush=True)
+        return r
+
     for method in methods:
-        est, wall = [], []
-        for _ in range(repeats):
-            one = run_fit(path, method, 1, workdir / f"model_{method}_1job.json")
-            two = run_fit(path, method, 2, workdir / f"model_{method}_2jobs.json")
-            for r in (one, two):
-                runs.append(r)
-                print(json.dumps(r), flush=True)
-            est.append(one["seconds"]["estimation"] / two["seconds"]["estimation"])
-            wall.append(one["wall_seconds"] / two["wall_seconds"])
-        summary[method] = {"n": n, "repeats": repeats,
-                           "estimation_speedup": [round(x, 2) for x in est],
-                           "estimation_speedup_median": round(float(np.median(est)), 2),
-                           "wall_speedup_median": round(float(np.median(wall)), 2)}
+        if repeats:
+            pairs = [(fit(sizes[-1], method, 1, "1job"), fit(sizes[-1], method, 2, "2jobs")) for _ in range(repeats)]
+            est = [one["seconds"]["estimation"] / two["seconds"]["estimation"] for one, two in pairs]
+            summary[method] = {"n": sizes[-1], "repeats": repeats, "estimation_speedup": [round(x, 2) for x in est],
+                               "estimation_speedup_median": round(float(np.median(est)), 2),
+                               "wall_speedup_median": round(float(np.median(
+                                   [one["wall_seconds"] / two["wall_seconds"] for one, two in pairs])), 2)}
+            continue
+        by = {n: fit(n, method, 2, str(n)) for n in sizes}
+        one = fit(sizes[-1], method, 1, "1job")
+        ns = list(by)
+        summary[method] = {"time_exponent_a": exponent(ns, [r["wall_seconds"] for r in by.values()]),
+                           "fit_time_exponent_a": exponent(ns, [r["seconds"]["total"] for r in by.values()]),
+                           "speedup_2_jobs": round(one["wall_seconds"] / by[sizes[-1]]["wall_seconds"], 2),
+                           "largest_n": sizes[-1]}
     summary["machine_speedup_after"] = machine_speedup()
-    return {"m": M, "h": H, "f": F, "phi": PHI, "cores": os.cpu_count(), "runs": runs,
-            "summary": summary}
+    return {"m": M, "h": H, "f": F, "phi": PHI, "cores": os.cpu_count(), "runs": runs, "summary": summary}
 
 
 # wide, dask and marginals ----------------------------------------------------------------------
@@ -492,8 +464,7 @@ def main(argv: list[str] | None = None) -> None:
         sizes = ([int(x) for x in a.sizes.split(",")] if a.sizes
                  else list(QUICK_SIZES if a.quick else FULL_SIZES))
         work = Path(a.workdir or "/tmp/lopub-scale")
-        res = (speedup(methods, max(sizes), work, a.speedup_repeats) if a.speedup_repeats
-               else bench(methods, sorted(sizes), work))
+        res = section_fit(methods, sizes, work, a.speedup_repeats)
         print(json.dumps(res["summary"], indent=2))
         if a.out:
             Path(a.out).write_text(json.dumps(res, indent=2) + "\n")

@@ -56,11 +56,12 @@ def start(work: Path, plan_file: Path, port: int, workers: int = 1) -> subproces
     return proc
 
 
-def items_for(plan: MarginalPlan, secret: bytes, n: int, rng: np.random.Generator) -> list[dict]:
-    codes = np.column_stack([rng.integers(0, s, n) for s in plan.domain.sizes])
-    subsets = rng.integers(0, plan.n_subsets, n)
-    wire = wire_reports(Collection("survey", plan), codes, subsets, rng=rng)
-    return [{"token": tokens.issue(secret, "survey", int(s)), "subset": int(s), "report": w}
+def items_for(plan: MarginalPlan, secret: bytes, codes: np.ndarray, rng: np.random.Generator,
+              name: str = "survey") -> list[dict]:
+    """A device's request per record of ``codes``: a random subset, its randomized report, a token."""
+    subsets = rng.integers(0, plan.n_subsets, len(codes))
+    wire = wire_reports(Collection(name, plan), codes, subsets, rng=rng)
+    return [{"token": tokens.issue(secret, name, int(s)), "subset": int(s), "report": w}
             for s, w in zip(subsets.tolist(), wire)]
 
 
@@ -167,7 +168,8 @@ def run_load(work: Path, secret: bytes, a: argparse.Namespace) -> dict:
     plan.to_json(work / "plan.json")
     rng = np.random.default_rng(0)
     t = time.perf_counter()
-    batch_items, single_items = items_for(plan, secret, a.n, rng), items_for(plan, secret, a.single, rng)
+    batch_items, single_items = (items_for(plan, secret, np.column_stack(
+        [rng.integers(0, s, n) for s in plan.domain.sizes]), rng) for n in (a.n, a.single))
     print(f"prepared {a.n + a.single} reports in {time.perf_counter() - t:.1f} s "
           f"(plan: {plan.n_subsets} subsets, oracles {sorted(set(plan.oracles))})", flush=True)
     port = free_port()
@@ -196,11 +198,7 @@ def through_http(data: Dataset, plan, work: Path, seed: int):
     plan.to_json(work / "plan.json")
     (work / "relay.key").write_text(RELAY)
     secret = tokens.load_secret(work / "secret")
-    rng = np.random.default_rng(seed + 1000)
-    subsets = rng.integers(0, plan.n_subsets, data.n)
-    wire = wire_reports(Collection("q", plan), np.asarray(data.codes), subsets, rng=rng)
-    items = [{"token": tokens.issue(secret, "q", int(s)), "subset": int(s), "report": w}
-             for s, w in zip(subsets.tolist(), wire)]
+    items = items_for(plan, secret, np.asarray(data.codes), np.random.default_rng(seed + 1000), "q")
     with running({"q": work / "plan.json"}, work / "store.sqlite", "--relay-key-file",
                  str(work / "relay.key"), "--secret-file", str(work / "secret")) as (base, _):
         stored = sum(post_batch(base, "q", items[i:i + 10_000], RELAY)["stored"]

@@ -128,7 +128,7 @@ def equal_epsilon(a) -> None:
     eps = [float(x) for x in a.epsilons.split(",")]
     for name in a.datasets.split(","):
         data = (load_adult().select(list(ADULT_CATEGORICAL)) if name == "adult"
-                else embedded(a.n_embedded, rng=a.seed))
+                else embedded(20000, rng=a.seed))
         print(f"\n== {name}: n={data.n}, d={len(data.domain.sizes)}, k={list(data.domain.sizes)}, "
               f"runs={a.runs}, eps_1={a.eps1_ratio} eps_inf for longitudinal, "
               f"L-GRR {a.lgrr_variant} ==", flush=True)
@@ -156,7 +156,6 @@ def main() -> None:
     ap.add_argument("--epsilons", default="0.5,1,2,4,8", help="--equal-epsilon")
     ap.add_argument("--lgrr-variant", choices=("paper", "exact"), default="paper",
                     help="--equal-epsilon: L-GRR 'paper' (Eq. 13) or 'exact' (spends eps_1 fully)")
-    ap.add_argument("--n-embedded", type=int, default=20000, help="--equal-epsilon")
     ap.add_argument("--datasets", default="adult,embedded", help="--equal-epsilon")
     a = ap.parse_args()
     if a.equal_epsilon:

@@ -34,7 +34,7 @@ import numpy as np
 FORMAT, RESULT_FORMAT, VERSION = "lopub-mbi-interchange", "lopub-mbi-result", 1
 DEFAULT_MBI_PYTHON = os.environ.get("LOPUB_MBI_PYTHON", "/work/mbi-venv/bin/python")
 QUICK_ATTRS = "age,workclass,education,marital-status,relationship,sex"
-M_BITS, H_HASHES = 128, 4
+M_BITS, H_HASHES, PHI = 128, 4, 0.4  # PHI: dependency degree of the graph
 
 
 class HalfUnavailable(RuntimeError):
@@ -264,9 +264,9 @@ def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
     data = load_adult()
     if args.attrs:
         data = data.select(args.attrs.split(","))
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(0)
     info = {"dataset": "adult", "records": data.n, "attributes": list(data.domain.attrs),
-            "phi": args.phi, "model_phi": args.model_phi, "seed": args.seed}
+            "phi": PHI, "model_phi": args.model_phi, "seed": 0}
     if args.synthetic_noise:
         source = data
         info.update(measurements="exact marginals + N(0, sigma^2) per cell", sigma=args.synthetic_noise)
@@ -281,7 +281,7 @@ def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
     cache = MarginalCache(source)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, tree, _, _ = dependency(cache, phi=args.phi, model_phi=args.model_phi)
+        _, tree, _, _ = dependency(cache, phi=PHI, model_phi=args.model_phi)
     attrs = list(data.domain.attrs)
     scopes = [(a,) for a in attrs] + list(itertools.combinations(attrs, 2))
     covered = [s for s in scopes if any(set(s) <= set(c) for c in tree.cliques)]
@@ -335,13 +335,11 @@ def lopub_fitter() -> Any:
     return fit_mrf
 
 
-def fit_lopub(domain: Any, tree: Any, measurements: list, cliques: list, tol: float | None,
-              max_iter: int | None) -> tuple[list[np.ndarray], dict]:
+def fit_lopub(domain: Any, tree: Any, measurements: list, cliques: list) -> tuple[list[np.ndarray], dict]:
     """``lopub.model.pgm.fit_mrf``; clique tables in the order and axis order of ``cliques``."""
     fit_mrf = lopub_fitter()
-    kw = {k: v for k, v in (("tol", tol), ("max_iter", max_iter)) if v is not None}
     t0 = time.perf_counter()
-    fit = fit_mrf(domain, tree, measurements, **kw)
+    fit = fit_mrf(domain, tree, measurements)
     wall = time.perf_counter() - t0
     by_scope = {frozenset(m.attrs): m for m in fit.marginals}
     tables = [by_scope[frozenset(c)].project(list(c)).values.ravel() for c in cliques]
@@ -412,7 +410,7 @@ def lopub_main(a: argparse.Namespace) -> int:
     print(f"interchange written: {stem}.json / .npz", file=sys.stderr)
     if a.write_only:
         return 0
-    lopub_tables, lopub_meta = fit_lopub(domain, tree, ms, cliques, a.tol, a.max_iter)
+    lopub_tables, lopub_meta = fit_lopub(domain, tree, ms, cliques)
     mbi_tables, mbi_meta = run_mbi(stem, a.mbi_python, a.mbi_iters, a.mbi_tol, not a.no_warm)
     r = compare(read_interchange(stem), lopub_tables, lopub_meta, mbi_tables, mbi_meta, a.rel_tol)
     print(json.dumps(r, indent=1, default=float)) if a.json else print_summary(r)
@@ -430,11 +428,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--synthetic-noise", type=float, metavar="SIGMA",
                    help="exact marginals + N(0, SIGMA^2) per cell instead of Bloom reports")
     p.add_argument("--attrs", help="comma-separated Adult attributes (default: all 15)")
-    p.add_argument("--phi", type=float, default=0.4, help="dependency degree of the graph (0.4)")
     p.add_argument("--model-phi", type=float, help="junction tree on the MI graph at this phi")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tol", type=float, help="fit_mrf tol (default: fit_mrf's)")
-    p.add_argument("--max-iter", type=int, help="fit_mrf max_iter (default: fit_mrf's)")
     p.add_argument("--mbi-python", default=DEFAULT_MBI_PYTHON, help="python of the mbi environment")
     p.add_argument("--mbi-iters", type=int, default=20000, help="MirrorDescent iterations at most")
     p.add_argument("--mbi-tol", type=float, default=1e-10,

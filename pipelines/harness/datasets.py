@@ -147,31 +147,6 @@ def _stress(n, seed, d=24):
     return Dataset(codes, dom)
 
 
-SOURCES: dict[str, Source] = {s.name: s for s in [
-    Source("adult", "Adult, 45,222 records without missing values, 15 attributes", _adult),
-    Source("adult-missing", "Adult as shipped, 48,842 records, '?' kept as a category",
-           lambda n, seed: _adult(n, seed, drop_missing=False)),
-    Source("adult-1m", "Adult resampled to 10^6 records with replacement", lambda n, seed: _adult(n or 10**6, seed)),
-    Source("embedded", "lopub's embedded census-like network", _embedded),
-    Source("retail", "FIMI retail, 88,162 baskets, lopub's packaged 16 items", _retail),
-    Source("retail20", "FIMI retail, 88,162 baskets, top 20 items binary", _retail_top(20)),
-    Source("retail100", "FIMI retail, 88,162 baskets, top 100 items binary", _retail_top(100)),
-    Source("breast_cancer", "scikit-learn, 569 records, 30 features in 4 quantile bins + class", _sklearn("breast_cancer")),
-    Source("wine", "scikit-learn, 178 records, 13 features in 4 bins + class", _sklearn("wine")),
-    Source("diabetes", "scikit-learn, 442 records, 10 features in 4 bins + target in 4 bins", _sklearn("diabetes")),
-    Source("digits", "scikit-learn, 1,797 images, 64 binarized pixels", _sklearn("digits")),
-    Source("stress", "synthetic chain network, 24 attributes of 2-16 categories", _stress),
-    *(Source(f"bn-{m}", f"pgmpy's {m} network, forward samples", _network(m)) for m in NETWORKS),
-]}
-
-
-def load(name: str, n: int | None = None, seed: int = 0):
-    """The dataset ``name`` (one of :data:`SOURCES`) with ``n`` records where it is generated."""
-    if name not in SOURCES:
-        raise ValueError(f"dataset ({name!r}) must be one of {sorted(SOURCES)}")
-    return SOURCES[name].load(n, seed)
-
-
 def _latent20(n, seed):
     """20 binary survey-like answers driven by a 3-class latent variable: every pair dependent."""
     import pandas as pd
@@ -207,7 +182,29 @@ def _alarm20(n, seed):
     return Dataset.from_pandas(out, Domain.from_categories({c: ["0", "1"] for c in cols}))
 
 
-SOURCES.update({s.name: s for s in [
+SOURCES: dict[str, Source] = {s.name: s for s in [
+    Source("adult", "Adult, 45,222 records without missing values, 15 attributes", _adult),
+    Source("adult-missing", "Adult as shipped, 48,842 records, '?' kept as a category",
+           lambda n, seed: _adult(n, seed, drop_missing=False)),
+    Source("adult-1m", "Adult resampled to 10^6 records with replacement", lambda n, seed: _adult(n or 10**6, seed)),
+    Source("embedded", "lopub's embedded census-like network", _embedded),
+    Source("retail", "FIMI retail, 88,162 baskets, lopub's packaged 16 items", _retail),
+    Source("retail20", "FIMI retail, 88,162 baskets, top 20 items binary", _retail_top(20)),
+    Source("retail100", "FIMI retail, 88,162 baskets, top 100 items binary", _retail_top(100)),
+    Source("breast_cancer", "scikit-learn, 569 records, 30 features in 4 quantile bins + class", _sklearn("breast_cancer")),
+    Source("wine", "scikit-learn, 178 records, 13 features in 4 bins + class", _sklearn("wine")),
+    Source("diabetes", "scikit-learn, 442 records, 10 features in 4 bins + target in 4 bins", _sklearn("diabetes")),
+    Source("digits", "scikit-learn, 1,797 images, 64 binarized pixels", _sklearn("digits")),
+    Source("stress", "synthetic chain network, 24 attributes of 2-16 categories", _stress),
+    *(Source(f"bn-{m}", f"pgmpy's {m} network, forward samples", _network(m)) for m in NETWORKS),
     Source("latent20", "20 binary answers of a 3-class latent survey, 20,000 records (seed: the data)", _latent20),
     Source("alarm20", "pgmpy's ALARM, 20 nodes binarized, 20,000 forward samples (seed: the data)", _alarm20),
-]})
+]}
+
+
+
+def load(name: str, n: int | None = None, seed: int = 0):
+    """The dataset ``name`` (one of :data:`SOURCES`) with ``n`` records where it is generated."""
+    if name not in SOURCES:
+        raise ValueError(f"dataset ({name!r}) must be one of {sorted(SOURCES)}")
+    return SOURCES[name].load(n, seed)

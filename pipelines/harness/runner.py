@@ -8,6 +8,7 @@ dataset's later cells (recorded as skipped, never silently dropped).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -77,7 +78,8 @@ def call(fn, args: tuple, timeout: float | None) -> tuple[str, object]:
     send.close()
     try:
         if not recv.poll(timeout):
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # (it may have ended just now)
+                os.killpg(proc.pid, signal.SIGKILL)
             return "timeout", None
         try:
             return recv.recv()

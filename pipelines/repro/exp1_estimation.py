@@ -48,26 +48,6 @@ def estimate_row(reports, truth, attrs: list[str], method: str) -> dict:
             "cells": int(np.prod(truth.values.shape))}
 
 
-def run_block(log, ds, name, sampling, f, ks, count, methods, seed, prog) -> None:
-    """All subsets x methods for one dataset/sampling/f (encodes only if work is left)."""
-    attrs = {(k, i): a for k in ks for i, a in enumerate(subsets(ds, name, k, count, seed))}
-    left = prog.pending(log, [{"dataset": name, "sampling": sampling, "k": k, "f": f, "method": m, "subset": i}
-                              for (k, i) in attrs for m in methods])
-    if not left:
-        return
-    part = runner.paper_sample(ds, name, sampling, seed)
-    reports = runner.encode(part, f, runner.seed_for(seed, "encode", name, sampling, f))
-    spec = reports.spec
-    for job in left:
-        a = attrs[job["k"], job["subset"]]
-        row = {**job, "attrs": "|".join(a), "n": part.n,
-               **estimate_row(reports, part.project(a), a, job["method"]),
-               "eps_per_attribute": max(spec.epsilon_per_attribute), "eps_per_record": spec.epsilon}
-        log.append(row)
-        prog.step(f"{name} {sampling} f={f:g} k={job['k']} #{job['subset']} {job['method']}: "
-                  f"AVD {row['avd']:.3f} in {row['seconds']:.2f}s")
-
-
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Mean/std AVD and time per configuration, with the number of subsets behind each mean."""
     g = df.groupby(["dataset", "sampling", "k", "f", "method"])
@@ -121,11 +101,22 @@ def main(argv: list[str] | None = None) -> int:
     ks = {n: tuple(args.ks or runner.DATA[n].ks) for n in args.datasets}
     total = sum(len(ks[n]) * count * len(args.methods) * len(fs) * len(samplings) for n in args.datasets)
     prog = runner.Progress(total, NAME)
-    for name in args.datasets:
-        ds = runner.load_data(name, rows=args.rows, seed=args.seed)
-        for sampling in samplings:
-            for f in fs:
-                run_block(log, ds, name, sampling, f, ks[name], count, args.methods, args.seed, prog)
+
+    def jobs(name, smp, f):
+        return [{"dataset": name, "sampling": smp, "k": k, "f": f, "method": m, "subset": i}
+                for k in ks[name] for i in range(count) for m in args.methods]
+
+    for name, smp, f, part, reports, left, _ in runner.blocks(args, log, prog, samplings, fs, jobs):
+        attrs = {k: subsets(part, name, k, count, args.seed) for k in ks[name]}
+        spec = reports.spec
+        for job in left:
+            a = attrs[job["k"]][job["subset"]]
+            row = {**job, "attrs": "|".join(a), "n": part.n,
+                   **estimate_row(reports, part.project(a), a, job["method"]),
+                   "eps_per_attribute": max(spec.epsilon_per_attribute), "eps_per_record": spec.epsilon}
+            log.append(row)
+            prog.step(f"{name} {smp} f={f:g} k={job['k']} #{job['subset']} {job['method']}: "
+                      f"AVD {row['avd']:.3f} in {row['seconds']:.2f}s")
     summary = summarize(log.frame())
     runner.write_table(summary, args.out / "summary.csv")
     return runner.finish(args, fs, log, lambda _, out: plot(summary, out, sorted(summary.f.unique())))

@@ -75,25 +75,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.redo:
         log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
     prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods), NAME)
-    for name in args.datasets:
+
+    def jobs(name, smp, f):
+        return [{"dataset": name, "sampling": smp, "f": f, "method": m} for m in args.methods]
+
+    truths: dict = {}
+    for name, smp, f, part, rep, left, _ in runner.blocks(args, log, prog, samplings, fs, jobs):
         phi = args.phi or runner.DATA[name].phi
-        ds = runner.load_data(name, rows=args.rows, seed=args.seed)
-        for smp in samplings:
-            part, truth = None, None
-            for f in fs:
-                left = prog.pending(log, [{"dataset": name, "sampling": smp, "f": f, "method": m}
-                                          for m in args.methods])
-                if left and part is None:
-                    part = runner.paper_sample(ds, name, smp, args.seed)
-                    truth = true_graph(part, phi)
-                if left:
-                    rep = runner.encode(part, f, runner.seed_for(args.seed, "encode", name, smp, f))
-                for job in left:
-                    row = {**job, "phi": phi, "n": part.n, **identify(rep, job["method"], phi, truth),
-                           "eps_per_record": rep.spec.epsilon}
-                    log.append(row)
-                    prog.step(f"{name} {smp} f={f:g} {job['method']}: accuracy {row['accuracy']:.3f}, "
-                              f"+{row['added']} -{row['lost']} ({row['seconds']:.1f}s)")
+        if (name, smp) not in truths:
+            truths[name, smp] = true_graph(part, phi)
+        for job in left:
+            row = {**job, "phi": phi, "n": part.n, **identify(rep, job["method"], phi, truths[name, smp]),
+                   "eps_per_record": rep.spec.epsilon}
+            log.append(row)
+            prog.step(f"{name} {smp} f={f:g} {job['method']}: accuracy {row['accuracy']:.3f}, "
+                      f"+{row['added']} -{row['lost']} ({row['seconds']:.1f}s)")
     return runner.finish(args, fs, log, plot)
 
 

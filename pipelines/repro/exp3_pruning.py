@@ -1,10 +1,10 @@
 """Experiment 3: dependencies found and pairs computed with and without pruning (Alg. 5).
 
 Per dataset and phi the dependency graph (Alg. 4) is built from all pairs and
-from the pairs Alg. 5 selects, with the MI of the true data (``--sources data``)
-and/or of LDP estimates (reports at ``--source-fs``); the paper's Table VII
-(Adult) is logged beside.  Results: docs/RESULTS.md, section 3.
-Run ``python -m pipelines.repro.exp3_pruning --help``.
+from the pairs Alg. 5 selects (k = ceil and floor(d (1 - phi)); ceil matches the
+paper's pair counts), with the MI of the true data (``--sources data``) and/or of
+LDP estimates (reports at f = 0.5, 0.9); the paper's Table VII (Adult) is logged
+beside.  Results: docs/RESULTS.md, section 3.  Run ``python -m pipelines.repro.exp3_pruning --help``.
 
 References
 ----------
@@ -24,6 +24,7 @@ PAPER = {
               "with": (88, 38, 22, 12, 6), "pairs_without": 105, "pairs_with": (91, 66, 55, 36, 28)},
 }
 KEY = ("dataset", "sampling", "source", "f", "phi", "rounding")
+SOURCE_FS = (0.5, 0.9)  # f of the reports of estimator sources
 
 
 def paper_value(dataset: str, phi: float, col: str):
@@ -109,18 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     p = runner.base_parser(NAME, __doc__.splitlines()[0])
     p.add_argument("--sources", nargs="+", default=["data", "em"],
                    help="'data' (MI of the true data) and/or estimator names (MI of LDP estimates)")
-    p.add_argument("--source-fs", nargs="+", type=float, default=[0.5, 0.9],
-                   help="f of the reports for estimator sources")
     p.add_argument("--samplings", nargs="+", default=["full", "paper"], choices=["full", "paper"],
                    help="all records and/or the paper's sampling (10%% Adult, 50%% retail)")
-    p.add_argument("--roundings", nargs="+", default=["ceil", "floor"], choices=["ceil", "floor"],
-                   help="k = ceil/floor(d (1 - phi)) in Alg. 5; ceil matches the paper's pair counts")
     args, log = runner.start(p, argv, "pruning.csv", KEY)
     sources = ["data"] if args.quick else args.sources
     smps = ["full"] if args.quick else args.samplings
     todo = [(n, smp, s, f, phi, r) for n in args.datasets for smp in smps for s in sources
-            for f in ([0.0] if s == "data" else args.source_fs)
-            for phi in runner.DATA[n].phis for r in args.roundings]
+            for f in ([0.0] if s == "data" else SOURCE_FS)
+            for phi in runner.DATA[n].phis for r in ("ceil", "floor")]
     prog = runner.Progress(len(todo), NAME)
     data, caches = {}, {}
     for name, smp, src, f, phi, rnd in todo:
@@ -137,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         log.append(row)
         prog.step(f"{name} {smp} {src} f={f:g} phi={phi} {rnd}: {row['deps_without']} deps without, "
                   f"{row['deps_with']} with, {row['pairs_with']} pairs")
-    return runner.finish(args, args.source_fs, log, plot)
+    return runner.finish(args, SOURCE_FS, log, plot)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,13 @@ NAME = "exp5_pipeline_time"
 KEY = ("dataset", "sampling", "f", "method", "prune")
 
 
-def time_pipeline(reports, method: str, phi: float, prune: bool, seed: int) -> dict:
+def time_pipeline(reports, method: str, phi: float, seed: int) -> dict:
     """Fit + synthesize once; seconds per stage and the model size."""
     from lopub.pipeline.steps import fit
     from lopub.publish.synthesize import sample_codes
 
     t0 = time.perf_counter()
-    res = fit(reports, estimator=runner.make_estimator(reports, method), phi=phi, prune=prune,
+    res = fit(reports, estimator=runner.make_estimator(reports, method), phi=phi, prune=False,
               release="cliques", structure="phi")  # the paper's release, reproduced
     model, rep = res.model, res.report.to_dict()
     t1 = time.perf_counter()
@@ -48,8 +48,7 @@ def plot(df: pd.DataFrame, out) -> list:
     paths = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
-        runner.curves(ax, g, ["method", "prune"], "f", "total_seconds", lambda k: "s--" if k[1] else "o-",
-                      lambda k: k[0] + (" (pruned)" if k[1] else ""))
+        runner.curves(ax, g, "method", "f", "total_seconds")
         ax.set(xlabel="f", ylabel="seconds (fit + synthesize)", yscale="log",
                title=f"{name} ({smp}, n={int(g.n.iloc[0])}): whole pipeline")
         ax.legend(fontsize=7)
@@ -62,37 +61,24 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     p = runner.base_parser(NAME, __doc__.splitlines()[0], methods=runner.METHODS)
     p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"])
-    p.add_argument("--prune", nargs="+", default=["no"], choices=["no", "yes"],
-                   help="run without and/or with Alg. 5 pruning")
     args, log = runner.start(p, argv, "pipeline_time.csv", KEY)
     fs = runner.resolve_fs(args)
     samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
-    prunes = [x == "yes" for x in args.prune]
     if args.redo:
-        log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods, prune=prunes)
-    prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods) * len(prunes),
-                           NAME)
-    for name in args.datasets:
-        ds = runner.load_data(name, rows=args.rows, seed=args.seed)
-        for smp in samplings:
-            part = runner.paper_sample(ds, name, smp, args.seed)
-            for f in fs:
-                jobs = prog.pending(log, [{"dataset": name, "sampling": smp, "f": f, "method": m, "prune": pr}
-                                          for m in args.methods for pr in prunes])
-                if not jobs:
-                    continue
-                t0 = time.perf_counter()
-                rep = runner.encode(part, f, runner.seed_for(args.seed, "encode", name, smp, f))
-                enc = time.perf_counter() - t0
-                for job in jobs:
-                    m, pr = job["method"], job["prune"]
-                    row = {**job, "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
-                           **time_pipeline(rep, m, runner.DATA[name].phi, pr,
-                                           runner.seed_for(args.seed, "synth", name, f, m)),
-                           "eps_per_record": rep.spec.epsilon}
-                    log.append(row)
-                    prog.step(f"{name} {smp} f={f:g} {m}{' pruned' if pr else ''}: "
-                              f"{row['total_seconds']:.1f}s ({row['edges']} edges)")
+        log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
+    prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods), NAME)
+
+    def jobs(name, smp, f):  # (Alg. 5 pruning: experiment 3)
+        return [{"dataset": name, "sampling": smp, "f": f, "method": m, "prune": False} for m in args.methods]
+
+    for name, smp, f, part, rep, left, enc in runner.blocks(args, log, prog, samplings, fs, jobs):
+        for job in left:
+            m = job["method"]
+            row = {**job, "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
+                   **time_pipeline(rep, m, runner.DATA[name].phi, runner.seed_for(args.seed, "synth", name, f, m)),
+                   "eps_per_record": rep.spec.epsilon}
+            log.append(row)
+            prog.step(f"{name} {smp} f={f:g} {m}: {row['total_seconds']:.1f}s ({row['edges']} edges)")
     return runner.finish(args, fs, log, plot)
 
 

@@ -103,6 +103,30 @@ def finish(args: argparse.Namespace, fs: Iterable[float], log: ResultLog, plot) 
     return 0
 
 
+def blocks(args: argparse.Namespace, log: ResultLog, prog: Progress, samplings: Sequence[str],
+           fs: Sequence[float], jobs) -> Iterable[tuple]:
+    """Per dataset, sampling and f with configurations left in ``log`` (the others count as skipped
+    steps of ``prog``): ``(name, sampling, f, records, reports, left, encode_seconds)``.
+
+    ``jobs(name, sampling, f)`` lists the block's configurations (all key columns, in the log's
+    column order); the records (:func:`paper_sample`) are drawn and encoded (seed
+    ``seed_for(seed, "encode", name, sampling, f)``) only when work is left.
+    """
+    for name in args.datasets:
+        ds = load_data(name, rows=args.rows, seed=args.seed)
+        for smp in samplings:
+            part = None
+            for f in fs:
+                left = prog.pending(log, jobs(name, smp, f))
+                if not left:
+                    continue
+                if part is None:
+                    part = paper_sample(ds, name, smp, args.seed)
+                t0 = time.perf_counter()
+                reports = encode(part, f, seed_for(args.seed, "encode", name, smp, f))
+                yield name, smp, f, part, reports, left, time.perf_counter() - t0
+
+
 def resolve_fs(args: argparse.Namespace) -> tuple[float, ...]:
     """The f values of a run: ``--fs``, else the quick or the full grid."""
     if args.fs:
