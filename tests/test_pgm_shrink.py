@@ -123,3 +123,35 @@ def test_fit_shrinks_a_noise_dominated_release_by_default(seed):
         summary = res.report.to_dict()["model_fit"]
         assert (summary["shrinkage"] is None) == (not shrink)
     assert out[True] < 0.5 * out[False]
+
+
+def shared_shape_one_way(d, p1, sigma, rng):
+    """One-way measurements of ``d`` binary attributes all near P(1) = ``p1`` (sd 0.02), noise sd ``sigma``."""
+    dom = Domain.from_categories({f"b{i}": "01" for i in range(d)})
+    truth = np.clip(p1 + rng.normal(0, 0.02, d), 0.01, 0.99)
+    ms = []
+    for a, t in zip(dom.attrs, truth):
+        z = rng.normal(0.0, sigma)
+        ms.append(Measurement(dom.project([a]), np.array([1 - t - z, t + z]), 100, variance=sigma ** 2))
+    return dom, truth, ms
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_attributes_of_a_shared_shape_are_pulled_towards_their_mean_table(seed):
+    # 40 rare binary items (P(1) about 0.1, spread 0.02), noise sd 0.05: uniform is 0.4 away from
+    # every table, so its lambda is about 0.98; the mean table is about 0.02 away, lambda about 0.14
+    rng = np.random.default_rng(seed)
+    dom, truth, ms = shared_shape_one_way(40, 0.1, 0.05, rng)
+    priors = shrinkage_priors(ms)
+    assert all(p.provenance["target"].startswith("mean table") for p in priors)
+    mean = np.mean([m.values[1] for m in ms])
+    assert all(p.values[1] == pytest.approx(mean, rel=1e-12) for p in priors)
+    g = nx.Graph()
+    g.add_nodes_from(dom.attrs)
+    tree = junction_tree(g, dom)
+    plain = np.array([m.values[1] for m in fit_mrf(dom, tree, ms, tol=1e-12).marginals])
+    shrunk = np.array([m.values[1] for m in fit_mrf(dom, tree, ms, tol=1e-12, priors=priors).marginals])
+    # squared error: about 40 * 0.05^2 = 0.1 plain; about 40 * (0.14^2 0.05^2 + 0.86^2 0.02^2) = 0.013
+    # shrunk (plus the mean's own error); a factor 3 leaves room for a seed's spread
+    assert np.sum((shrunk - truth) ** 2) < np.sum((plain - truth) ** 2) / 3
+

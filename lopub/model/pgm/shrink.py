@@ -40,6 +40,22 @@ uniform ones, 0.21 shrunk; docs/BENCHMARKS.md "What the measurements know, kept"
 speak, ``lambda_a`` is close to 1 and the fit is unchanged.  Post-processing
 of the reports: no privacy cost.
 
+Targets.  Uniform is the only target that needs no data, but where the
+attributes share a shape it is a poor one: retail's items are all rare, so
+every table sits far from uniform on the same side, ``lambda`` is near 1 and
+the prior buys nothing, while pulling them towards *each other* would (Efron
+and Morris 1975's shrinkage towards the grand mean).  So, for each group of at
+least ``MIN_GROUP`` attributes with as many categories, the mean of their
+tables is a second candidate target, with its own method-of-moments variance
+``tau_g^2 = max(0, sum_a ||r_a - rbar||^2 - (1 - 1/m) sum_a sum v_a) / (m K)``;
+the group takes the target with the lower Stein unbiased risk estimate (SURE,
+whose term for the mean target counts that ``rbar`` moves with ``r_a`` by
+``1/m``).  Measured, planned release, same reports, 3 seeds: retail top-100
+at epsilon 0.5 0.0622 -> 0.0492 mean 2-way TVD, bn-asia (1,000 records) at
+epsilon 0.5 0.219 -> 0.193, bn-alarm (1,000 records) 0.484 -> 0.448;
+quantile-binned data (uniform one-way tables) unchanged; worst digits at
+epsilon 0.5 0.272 -> 0.287 (+6 %), stress (2,000 records) at epsilon 1 +2 %.
+
 The priors are not measurements: the fit leaves them out of its
 goodness-of-fit statistic (``chi2``/``dof``) and out of its reports.
 """
