@@ -136,7 +136,7 @@ def shared_shape_one_way(d, p1, sigma, rng):
     return dom, truth, ms
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(5))
 def test_attributes_of_a_shared_shape_are_pulled_towards_their_mean_table(seed):
     # 40 rare binary items (P(1) about 0.1, spread 0.02), noise sd 0.05: uniform is 0.4 away from
     # every table, so its lambda is about 0.98; the mean table is about 0.02 away, lambda about 0.14
@@ -152,6 +152,8 @@ def test_attributes_of_a_shared_shape_are_pulled_towards_their_mean_table(seed):
     plain = np.array([m.values[1] for m in fit_mrf(dom, tree, ms, tol=1e-12).marginals])
     shrunk = np.array([m.values[1] for m in fit_mrf(dom, tree, ms, tol=1e-12, priors=priors).marginals])
     # squared error: about 40 * 0.05^2 = 0.1 plain; about 40 * (0.14^2 0.05^2 + 0.86^2 0.02^2) = 0.013
-    # shrunk (plus the mean's own error); a factor 3 leaves room for a seed's spread
-    assert np.sum((shrunk - truth) ** 2) < np.sum((plain - truth) ** 2) / 3
+    # shrunk plus the mean's own error 0.0025: a ratio near 0.16; tau_g^2 rests on 40 noisy tables
+    # (relative sd about 0.5), and a doubled tau_g^2 gives lambda 0.25 and a ratio near 0.25, so half
+    # the plain error is a bound that only a broken prior reaches
+    assert np.sum((shrunk - truth) ** 2) < 0.5 * np.sum((plain - truth) ** 2)
 
