@@ -380,5 +380,7 @@ def test_fit_no_shrink_fits_the_measurements_alone(tmp_path, capsys):
         summaries[bool(flag)] = json.loads(capsys.readouterr().out)["model_fit"]
     assert summaries[True]["shrinkage"] is None
     assert 0.0 <= summaries[False]["shrinkage"] < 1.0
+    targets = summaries[False]["shrinkage_targets"]
+    assert targets and all(t == "uniform" or t.startswith("mean table of the") for t in targets)
     assert main(["fit", str(tmp_path / "r.npz"), "--out", str(tmp_path / "m2.json")]) == 0
-    assert "shrunk towards uniform" in capsys.readouterr().out
+    assert f"shrunk towards {' or '.join(targets)}" in capsys.readouterr().out

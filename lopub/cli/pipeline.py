@@ -52,7 +52,8 @@ def _fit_text(rep: dict) -> str:
         lines.append(f"model fit: loss {mf['loss']:.6g}, {mf['iterations']} iterations, "
                      f"{'converged' if mf['converged'] else 'NOT converged'}, "
                      f"{len(rep['measurements'])} measurements"
-                     + (f"; one-way tables shrunk towards uniform, {mf['shrinkage']:.0%} of their measured "
+                     + (f"; one-way tables shrunk towards {' or '.join(mf.get('shrinkage_targets') or ['uniform'])}, "
+                        f"{mf['shrinkage']:.0%} of their measured "
                         "deviation kept (the rest is within their noise)" if mf.get("shrinkage") is not None
                         and mf["shrinkage"] < 0.995 else ""))
     col = rep.get("collection")

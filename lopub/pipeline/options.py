@@ -56,8 +56,8 @@ class FitOptions:
         Release "pgm": also measure three-way marginals inside cliques (an int caps them).
     shrink : bool
         Release "pgm": empirical-Bayes shrinkage priors in the model fit (one-way
-        tables towards uniform, measured pairs towards independence, each by
-        what its own noise cannot explain; :mod:`lopub.model.pgm.shrink`).
+        tables towards uniform or towards the mean table of the attributes with as
+        many categories, by what their noise cannot explain; :mod:`lopub.model.pgm.shrink`).
     estimator_options, prune_options, structure_options : mapping
         Passed to the estimator, to Alg. 5, to the structure rule.
     fit_options : mapping

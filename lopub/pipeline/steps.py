@@ -355,6 +355,7 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress, shrink) ->
     lams = [p.provenance["shrinkage"] for p in priors]
     summary = dict(mrf.summary(), regions=len(outside), initial_loss=float(mrf.losses[0]) if mrf.losses else None,
                    shrinkage=float(np.mean(lams)) if lams else None,
+                   shrinkage_targets=sorted({p.provenance["target"] for p in priors}),
                    inference="exact" if not outside else "exact tree + relaxed regions")
     extra = {"measurements": [list(m.attrs) for m in ms + outside], "model_fit": summary,
              "warnings": notes,
