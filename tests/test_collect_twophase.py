@@ -194,3 +194,55 @@ def test_collect_auto_runs_both_phases(data):
     assert report.option("marginals").params.get("screen_predictions") is None  # the plan-time report is unchanged
     again, _ = collect(data, 2.0, protocol="marginals", rng=3)
     assert again.plan_id == reports.plan_id and np.array_equal(again.subset, reports.subset)
+
+
+def test_bloom_is_ranked_against_marginals_from_the_screen_not_at_uniform_tables():
+    """Where Bloom is predicted lowest at uniform tables but the marginals option is two-phase, the
+    plan recommends the screen, and the screen's tables decide between Bloom and marginal sampling."""
+    from lopub.collect.bloom_cost import predict_bloom
+    from lopub.reports.bloom import Reports
+
+    data = chain_data(20000, sizes=(2, 2, 2, 2, 2))
+    report = plan(data.domain, data.n, 16.0)
+    preds = {o.protocol: o.predicted_tvd for o in report.options}
+    assert report.two_phase is not None and min(preds, key=preds.get) == "bloom"
+    assert report.recommended == "marginals" and any(t.startswith("bloom:") for t in report.notes)
+    seen = set()
+    for eps in (8.0, 16.0):
+        reports, after = collect(data, eps, protocol="auto", rng=1)
+        got = {o.protocol: o for o in after.options}
+        marg = got["marginals"].predicted_tvd
+        assert got["bloom"].params["after_screen"] and got["one-attribute"].params["after_screen"]
+        # the release is what the screen predicted lowest, and the report says which
+        want = "bloom" if got["bloom"].predicted_tvd < marg else "marginals"
+        assert after.recommended == want
+        assert isinstance(reports, Reports if want == "bloom" else MarginalReports)
+        if want == "bloom":  # the main-phase users only: the screen's users reported marginals
+            assert reports.n == report.two_phase.n_main
+        seen.add(want)
+    assert seen == {"bloom", "marginals"}
+    # the Bloom prediction after the screen is the cost model at the screen's tables for n_main users
+    tp = report.two_phase
+    screen = collect_records(data.subset(np.arange(tp.n_screen)), tp.screen, rng=2)
+    prof = ScreenProfile(data.domain, measure_marginals(screen))
+    h = report.option("bloom").params["h"]
+    assert predict_bloom(data.domain, tp.n_main, 16.0, h, prior=prof) > predict_bloom(data.domain, data.n, 16.0, h,
+                                                                                       prior=prof)
+
+
+def test_collect_two_phase_alternative_runs_only_when_predicted_lower(data):
+    from lopub.collect.twophase import Alternative
+
+    tp = TwoPhasePlan.build(data.domain, data.n, 2.0)
+    ran = []
+    for value in (0.0, np.inf):
+        alt = Alternative("other", lambda prof, n_main, v=value: (ran.append(n_main), v)[1],
+                          lambda rest, rng: ("alternative", rest.n))
+        preds: dict = {}
+        _, main = collect_two_phase(data, tp, rng=7, predictions=preds, alternative=alt)
+        assert preds["other"] == value and "one-attribute" in preds and len(preds) >= 4
+        if value == 0.0:
+            assert main == ("alternative", tp.n_main)
+        else:
+            assert isinstance(main, MarginalReports) and main.n == tp.n_main
+    assert ran == [tp.n_main, tp.n_main]

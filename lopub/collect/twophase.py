@@ -150,7 +150,9 @@ class TwoPhasePlan:
 
         ``predictions``, when given, receives every candidate's predicted
         mean 2-way TVD of the release (both phases), computed from the
-        screen's tables: the data-driven predictions of the plan.
+        screen's tables: the data-driven predictions of the plan; and under
+        ``"one-attribute"`` that of the one-attribute protocol had all ``n``
+        users reported one attribute (no screen), at the same tables.
         """
         plan = self.screen
         profile = ScreenProfile(plan.domain, screen_source)
@@ -163,6 +165,9 @@ class TwoPhasePlan:
                 predictions[name] = err
             if best is None or err < best[0] - 1e-12:
                 best = (err, subsets)
+        if predictions is not None:  # the one-attribute protocol for all n users, at the screen's tables
+            predictions["one-attribute"] = predict_plan_error(plan.domain, self.n, plan.epsilon,
+                                                              [(a,) for a in plan.domain.attrs], prior=profile)
         if best is None:
             raise PlanError(f"no main-phase plan fits n_main ({self.n_main}) users")
         same = {frozenset(s): s for s in plan.subsets}  # a screened pair keeps the screen's order
@@ -171,11 +176,17 @@ class TwoPhasePlan:
 
 
 def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Generator | int | None = None,
-                      predictions: dict[str, float] | None = None) -> tuple[Any, Any]:
+                      predictions: dict[str, float] | None = None,
+                      alternative: Alternative | None = None) -> tuple[Any, Any]:
     """Simulate both phases for a data owner: ``(screen_reports, main_reports)``.
 
     ``predictions`` receives the screen-based predictions of
-    :meth:`TwoPhasePlan.select`.
+    :meth:`TwoPhasePlan.select`.  ``alternative``: another protocol the
+    main-phase users may report with instead (:class:`Alternative`, e.g.
+    Bloom reports); it is predicted at the screen's tables for the
+    ``n_main`` users alone (the screen's marginal reports are not part of
+    its release) and runs when its prediction is below every marginal
+    candidate's; its prediction is recorded under its name.
 
     A random ``plan.n_screen`` of the records report under ``plan.screen``;
     the server selects the main plan from their measurements; the other
@@ -194,9 +205,34 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
     rng = resolve_rng(rng)
     order = rng.permutation(dataset.n)
     screen = collect_records(dataset.subset(order[:plan.n_screen]), plan.screen, rng=rng)
-    main_plan = plan.select(measure_marginals(screen), predictions)
-    main = collect_records(dataset.subset(order[plan.n_screen:]), main_plan, rng=rng)
-    return screen, main
+    source = measure_marginals(screen)
+    preds: dict[str, float] = {}
+    main_plan = plan.select(source, preds)
+    rest = dataset.subset(order[plan.n_screen:])
+    if alternative is not None:
+        alt = alternative.predict(ScreenProfile(plan.screen.domain, source), plan.n_main)
+        if predictions is not None:
+            predictions.update(preds)
+            predictions[alternative.name] = alt
+        if alt < min(preds.values()):
+            return screen, alternative.run(rest, rng)
+    elif predictions is not None:
+        predictions.update(preds)
+    return screen, collect_records(rest, main_plan, rng=rng)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A protocol the main phase of a two-phase collection may use instead of marginal sampling.
+
+    ``predict(profile, n_main)``: its predicted mean 2-way TVD with the
+    screen's tables (a :class:`ScreenProfile`) for the ``n_main`` users of
+    the main phase; ``run(dataset, rng)``: those users' reports.
+    """
+
+    name: str
+    predict: Any
+    run: Any
 
 
 def merge_reports(screen: Any, main: Any) -> Any:
