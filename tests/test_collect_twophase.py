@@ -6,8 +6,8 @@ import pytest
 
 from lopub.collect import (MarginalPlan, MarginalReports, PlanError, collect, collect_records,
                            measure_marginals, merge_reports, plan)
-from lopub.collect.adaptive import choose_subsets, predict_plan_error
-from lopub.collect.groups import shortfall
+from lopub.collect.adaptive import choose_subsets, predict_pair_errors, predict_plan_error
+from lopub.collect.groups import needs, shortfall
 from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, ScreenProfile, TwoPhasePlan, collect_two_phase
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
@@ -80,9 +80,14 @@ def test_screen_profile_reads_the_screen_tables(phases):
     a, b = tp.screen.subsets[0]
     tab = source.marginal([a, b]).values
     np.testing.assert_allclose(prof.probs((a, b)), np.clip(tab, 0, None).ravel())
-    raw = prof.probs((a, b)) - np.outer(prof.probs((a,)), prof.probs((b,))).ravel()
-    # the screen's bias shrunk by its positive-part James-Stein factor (noise of the pair table)
-    lam = max(0.0, 1.0 - float(np.sum(source.marginal([a, b]).variance)) / float(raw @ raw))
+    t = np.clip(tab, 0, None)
+    raw = (t - np.outer(t.sum(axis=1), t.sum(axis=0))).ravel()  # the pair table's own margins
+    # the screen's bias shrunk by its positive-part James-Stein factor (the pair table's noise in
+    # the (K_a - 1)(K_b - 1) interaction directions of its K_a K_b cells)
+    ka, kb = t.shape
+    share = (ka - 1) * (kb - 1) / (ka * kb)
+    lam = max(0.0, 1.0 - share * float(np.sum(source.marginal([a, b]).variance)) / float(raw @ raw))
+    assert 0.0 < lam < 1.0, lam
     np.testing.assert_allclose(prof.bias(a, b), lam * raw)
 
 
@@ -246,3 +251,52 @@ def test_collect_two_phase_alternative_runs_only_when_predicted_lower(data):
         else:
             assert isinstance(main, MarginalReports) and main.n == tp.n_main
     assert ran == [tp.n_main, tp.n_main]
+
+
+def test_screen_pairs_are_a_public_sample_holding_every_attribute():
+    from lopub.collect.twophase import screen_pairs
+
+    for d in (7, 40):
+        dom = domain([2] * d)
+        total = d * (d - 1) // 2
+        assert screen_pairs(dom, total + 5) == [tuple(p) for p in itertools.combinations(dom.attrs, 2)]
+        for count in (-(-d // 2), 60):
+            got = screen_pairs(dom, count)
+            assert got == screen_pairs(dom, count)  # public: the same pairs for everyone
+            assert len(got) == len(set(got)) == min(count, total)
+            assert all(dom.index(a) < dom.index(b) for a, b in got)
+            assert got == sorted(got, key=lambda p: (dom.index(p[0]), dom.index(p[1])))
+            assert {a for p in got for a in p} == set(dom.attrs)  # one matching holds every attribute
+
+
+def test_two_phase_screens_a_sample_above_the_pair_cap_or_where_users_are_few():
+    from lopub.collect.twophase import MAX_SCREEN_PAIRS
+
+    dom = domain([2] * 40)  # 780 pairs
+    tp = TwoPhasePlan.build(dom, 200_000, 8.0)
+    assert len(tp.screen.subsets) == MAX_SCREEN_PAIRS
+    small = domain([3] * 12)  # 66 pairs
+    full = TwoPhasePlan.build(small, 200_000, 4.0)
+    assert len(full.screen.subsets) == 66
+    need = max(needs(small, 4.0, full.screen.subsets))
+    few = TwoPhasePlan.build(small, int(30 * need / DEFAULT_SCREEN_SHARE), 4.0)
+    assert 6 <= len(few.screen.subsets) <= 30  # what the screen's users can fill
+    assert not shortfall(small, few.n_screen, 4.0, few.screen.subsets)
+    with pytest.raises(PlanError, match="holding every attribute"):
+        TwoPhasePlan.build(small, int(5 * need / DEFAULT_SCREEN_SHARE), 4.0)
+    # the planner now screens above 30 attributes too
+    assert plan(dom, 200_000, 8.0).two_phase is not None
+
+
+def test_predictions_on_a_sample_of_pairs_are_the_full_predictions_restricted():
+    data = chain_data(5000, sizes=(3, 2, 4, 2, 3, 2, 2))
+    dom = data.domain
+    subsets = [("a0", "a1", "a2"), ("a3", "a4"), ("a5",), ("a6",)]
+    full = predict_pair_errors(dom, 5000, 2.0, subsets, prior=data)
+    some = [("a0", "a2"), ("a1", "a5"), ("a4", "a6")]
+    assert predict_pair_errors(dom, 5000, 2.0, subsets, prior=data, pairs=some) == {p: full[p] for p in some}
+    # unmeasured: the independence completion, also where a subset holds the pair
+    none = predict_pair_errors(dom, 5000, 2.0, subsets, prior=data, pairs=some, unmeasured=True)
+    alone = predict_pair_errors(dom, 5000, 2.0, subsets, prior=data, select_edges=False)
+    assert none[("a1", "a5")] == full[("a1", "a5")] == alone[("a1", "a5")]  # not measured either way
+    assert none[("a0", "a2")] >= full[("a0", "a2")]  # the measured table is kept where it is better

@@ -44,7 +44,8 @@ def _bloom_alternative(domain: Domain, report: PlanReport, key: str | None) -> A
         from lopub.client.encode import encode
 
         return encode(rest, bloom_spec(domain, report, key=key), rng=rng)
-    return Alternative("bloom", lambda profile, n_main: predict_bloom(domain, n_main, eps, h, prior=profile), run)
+    return Alternative("bloom", lambda profile, n_main: predict_bloom(domain, n_main, eps, h, prior=profile,
+                                                                      pairs=profile.pairs), run)
 
 
 def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",

@@ -80,9 +80,12 @@ minimum and any one-way table expected to be mostly noise.  Fewer than
 :data:`~lopub.collect.groups.MIN_GROUP_FLOOR` users per attribute refuses
 both sampling families; an attribute no Bloom filter size can separate
 within the planner's bounds refuses Bloom (``refused`` names the reason;
-:meth:`PlanReport.option` raises it).  Two-phase plans are only considered
-up to :data:`MAX_SCREEN_ATTRS` attributes (the main-phase choice evaluates
-every screened pair per candidate).
+:meth:`PlanReport.option` raises it).  A two-phase screen measures all
+pairs up to :data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS` pairs where its
+users fill them, else a public random sample of the pairs
+(:func:`~lopub.collect.twophase.screen_pairs`, at least one pair per
+attribute); the main-phase choice evaluates every candidate on the screened
+pairs only, so its cost does not grow with the number of attributes.
 
 Cost: at uniform tables (no ``prior``) every pair's prediction depends only
 on its shape and variances and is evaluated once per distinct signature, so
@@ -132,9 +135,6 @@ from lopub.errors import SpecError
 
 #: Per-record budget above which the planner adds a warning line.
 WARN_EPSILON = 10.0
-#: Most attributes a two-phase plan screens (its main-phase choice evaluates
-#: every pair of the screen's tables for about 30 candidates).
-MAX_SCREEN_ATTRS = 30
 
 
 @dataclass(frozen=True)
@@ -327,8 +327,7 @@ def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | Non
     from lopub.collect.twophase import TwoPhasePlan
 
     rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
-    if len(domain) < 3 or len(domain) > MAX_SCREEN_ATTRS or not (rule in ("pairs", "triples")
-                                                                 or rule.startswith("pairs<=")):
+    if len(domain) < 3 or not (rule in ("pairs", "triples") or rule.startswith("pairs<=")):
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
     if rule.startswith("pairs<=") and int(rule[len("pairs<="):]) <= smallest:
