@@ -94,7 +94,7 @@ def screen_pairs(domain: Domain, count: int) -> list[tuple[str, str]]:
     total = d * (d - 1) // 2
     count = min(int(count), total)
     if count >= total:
-        return [tuple(p) for p in all_pairs(domain)]
+        return list(all_pairs(domain))
     rng = np.random.default_rng(SCREEN_SEED)
     seen: set[tuple[int, int]] = set()
     out: list[tuple[int, int]] = []
@@ -133,7 +133,7 @@ class ScreenProfile(Profile):
         super().__init__(domain, None)
         self.source = source
         #: the screened pairs, in domain order: the pairs the predictions are evaluated on
-        self.pairs = sorted((tuple(sorted(m.attrs, key=domain.index)) for m in source.measurements()
+        self.pairs: list[tuple[str, ...]] = sorted((tuple(sorted(m.attrs, key=domain.index)) for m in source.measurements()
                              if len(m.attrs) == 2), key=lambda p: tuple(map(domain.index, p)))
 
     def probs(self, attrs: Sequence[str]) -> np.ndarray:
