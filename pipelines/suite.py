@@ -50,7 +50,7 @@ def report(rows: list[dict], command: str) -> str:
          "`*`: some seeds failed; verdict of lopub's planned release against the best baseline "
          "(paired over seeds: win / loss beyond 2 standard errors, else tie)."),
         tables.tally_markdown(rows, "planned", BASELINES),
-        tables.markdown(rows, shown, "planned", BASELINES), prediction_note(rows)])
+        tables.markdown(rows, shown, "planned", BASELINES), prediction_note(rows), naive_note(rows)])
 
 
 def prediction_note(rows: list[dict]) -> str:
@@ -66,6 +66,24 @@ def prediction_note(rows: list[dict]) -> str:
     return (f"Planner predictions (the pick's predicted mean 2-way TVD, from the screen after a two-phase "
             f"collection, else from the uniform prior) against the measured TVD over {len(rel)} cells: median "
             f"relative error {np.median(rel):.0%}, within 25 % in {np.mean(rel <= 0.25):.0%} of the cells.")
+
+
+def naive_note(rows: list[dict]) -> str:
+    """The fitted model against the naive per-set tables of the same reports, per cell (mean over seeds)."""
+    cells: dict = {}
+    for r in rows:
+        extra = json.loads(r["extra"]) if isinstance(r.get("extra"), str) and r["extra"] else {}
+        if r["method"] == "planned" and r["status"] == "ok" and extra.get("naive") is not None:
+            cells.setdefault((r["dataset"], float(r["epsilon"])), []).append((float(r["tvd"]), extra["naive"]))
+    if not cells:
+        return "Model against the naive per-set tables: none recorded in these rows."
+    ratio = {c: np.mean([t for t, _ in v]) / np.mean([n for _, n in v]) for c, v in cells.items()}
+    worse = sorted((c for c, x in ratio.items() if x > 1), key=lambda c: -ratio[c])
+    listed = ", ".join(f"{d} at epsilon {e:g} {ratio[(d, e)]:.2f}x" for d, e in worse) or "none"
+    return (f"Model against the naive per-set tables of the same reports (each pair from the measured sets "
+            f"holding it, else the product of its one-way tables) over {len(ratio)} cells: geometric mean "
+            f"ratio {np.exp(np.mean(np.log(list(ratio.values())))):.2f}, model worse in {len(worse)} "
+            f"({listed}).")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,9 +52,24 @@ def planned_release(data, eps: float, seed: int):
 def planned(data, eps: float, seed: int) -> dict:
     """lopub's planned release, as a user runs it with the defaults; ``predicted``: the planner's
     prediction of the pick (from the screen's tables after a two-phase collection)."""
-    model, report, _ = planned_release(data, eps, seed)
+    model, report, reports = planned_release(data, eps, seed)
     return {"tvd": score(data, model), "pick": report.recommended,
-            "predicted": report.option(report.recommended).predicted_tvd}
+            "predicted": report.option(report.recommended).predicted_tvd, "naive": per_set_tvd(data, reports)}
+
+
+def per_set_tvd(data, reports) -> float | None:
+    """Mean 2-way TVD of the naive per-set tables of marginal-sampling ``reports`` (issue 24 item 1's
+    reference for the model): a pair inside measured sets gets their combined table, any other pair the
+    product of its one-way tables; ``None`` for reports of other protocols."""
+    from lopub.collect import MarginalReports, measure_marginals
+
+    if not isinstance(reports, MarginalReports):
+        return None
+    source = measure_marginals(reports)
+    one = {a: source.marginal([a]).values for a in data.domain.attrs}
+    return tables_tvd(data, {(a, b): source.marginal([a, b]).values if source.covers([a, b])
+                             else np.outer(one[a], one[b])
+                             for a, b in itertools.combinations(data.domain.attrs, 2)})
 
 
 def planned_no_shrink(data, eps: float, seed: int) -> dict:
@@ -156,15 +171,10 @@ def tables_tvd(data, tables: dict) -> float:
 
 def naive_tvd(data, reports) -> float:
     """Mean 2-way TVD over all pairs of the consistent pair tables against the true data."""
-    from lopub.collect import measure_marginals
-    from lopub.collect.server import _measure_group, _with_sampling
+    from lopub.collect.server import group_measurements
 
     sizes = reports.group_sizes()
-    if sizes.min() > 0:
-        ms = measure_marginals(reports).measurements()
-    else:  # fewer users than pairs: only the pairs that got users are measured
-        ms = [_with_sampling(*_measure_group(reports.plan, i, rep, reports.n, "norm-sub"), reports.n)
-              for i, rep in enumerate(reports.groups) if sizes[i] > 0]
+    ms = group_measurements(reports)  # fewer users than pairs: only the pairs that got users
     tables = {m.attrs: m.estimate for m in ms}
     variances = {m.attrs: float(m.sigma2) for m in ms}
     for i in np.flatnonzero(sizes == 0):  # a pair no user reported: uniform, weightless in consistency
