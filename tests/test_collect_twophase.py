@@ -300,3 +300,22 @@ def test_predictions_on_a_sample_of_pairs_are_the_full_predictions_restricted():
     alone = predict_pair_errors(dom, 5000, 2.0, subsets, prior=data, select_edges=False)
     assert none[("a1", "a5")] == full[("a1", "a5")] == alone[("a1", "a5")]  # not measured either way
     assert none[("a0", "a2")] >= full[("a0", "a2")]  # the measured table is kept where it is better
+
+
+def test_the_screened_sample_estimates_the_mean_over_all_pairs():
+    """A sampled screen's pairs are uniform enough that their mean predicted error is the mean over all
+    pairs within 4 standard errors of a simple random sample (finite-population corrected)."""
+    from lopub.collect.adaptive import Profile, triple_cover
+    from lopub.collect.twophase import screen_pairs
+
+    sizes = tuple([2, 3, 2, 4] * 10)  # 40 attributes, 780 pairs
+    data = chain_data(20000, sizes=sizes, seed=77, dep=0.5)
+    dom, prof = data.domain, Profile(data.domain, data)
+    for subsets in ([(a,) for a in dom.attrs], triple_cover(dom)):
+        full = predict_pair_errors(dom, 200_000, 4.0, subsets, prior=prof)
+        errs = np.array(list(full.values()))
+        for count in (60, 200):
+            sample = screen_pairs(dom, count)
+            got = np.mean(list(predict_pair_errors(dom, 200_000, 4.0, subsets, prior=prof, pairs=sample).values()))
+            se = errs.std(ddof=1) * np.sqrt((1 - count / errs.size) / count)
+            assert abs(got - errs.mean()) <= 4 * se, (len(subsets), count, got, errs.mean(), se)
