@@ -269,22 +269,19 @@ def test_screen_pairs_are_a_public_sample_holding_every_attribute():
             assert {a for p in got for a in p} == set(dom.attrs)  # one matching holds every attribute
 
 
-def test_two_phase_screens_a_sample_above_the_pair_cap_or_where_users_are_few():
-    from lopub.collect.twophase import MAX_SCREEN_PAIRS
+def test_two_phase_screens_a_sample_above_the_pair_cap_and_only_what_its_users_fill():
+    from lopub.collect.twophase import MAX_SCREEN_PAIRS, screen_pairs
 
     dom = domain([2] * 40)  # 780 pairs
     tp = TwoPhasePlan.build(dom, 200_000, 8.0)
-    assert len(tp.screen.subsets) == MAX_SCREEN_PAIRS
-    small = domain([3] * 12)  # 66 pairs
-    full = TwoPhasePlan.build(small, 200_000, 4.0)
-    assert len(full.screen.subsets) == 66
-    need = max(needs(small, 4.0, full.screen.subsets))
-    few = TwoPhasePlan.build(small, int(30 * need / DEFAULT_SCREEN_SHARE), 4.0)
-    assert 6 <= len(few.screen.subsets) <= 30  # what the screen's users can fill
-    assert not shortfall(small, few.n_screen, 4.0, few.screen.subsets)
-    with pytest.raises(PlanError, match="holding every attribute"):
-        TwoPhasePlan.build(small, int(5 * need / DEFAULT_SCREEN_SHARE), 4.0)
-    # the planner now screens above 30 attributes too
+    assert list(tp.screen.subsets) == screen_pairs(dom, MAX_SCREEN_PAIRS)
+    assert not shortfall(dom, tp.n_screen, 8.0, tp.screen.subsets)
+    need = max(needs(dom, 8.0, tp.screen.subsets))
+    with pytest.raises(PlanError, match=rf"the screen needs >= {MAX_SCREEN_PAIRS * need} users"):
+        TwoPhasePlan.build(dom, int((MAX_SCREEN_PAIRS * need - 1) / DEFAULT_SCREEN_SHARE), 8.0)
+    small = domain([3] * 12)  # 66 pairs: all of them
+    assert len(TwoPhasePlan.build(small, 200_000, 4.0).screen.subsets) == 66
+    # the planner screens above 30 attributes too
     assert plan(dom, 200_000, 8.0).two_phase is not None
 
 

@@ -81,11 +81,11 @@ minimum and any one-way table expected to be mostly noise.  Fewer than
 both sampling families; an attribute no Bloom filter size can separate
 within the planner's bounds refuses Bloom (``refused`` names the reason;
 :meth:`PlanReport.option` raises it).  A two-phase screen measures all
-pairs up to :data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS` pairs where its
-users fill them, else a public random sample of the pairs
-(:func:`~lopub.collect.twophase.screen_pairs`, at least one pair per
-attribute); the main-phase choice evaluates every candidate on the screened
-pairs only, so its cost does not grow with the number of attributes.
+pairs up to :data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS` pairs, else a
+public random sample of that many (:func:`~lopub.collect.twophase.screen_pairs`),
+and is used only where its users fill them; the main-phase choice evaluates
+every candidate on the screened pairs only, so its cost does not grow with
+the number of attributes.
 
 Cost: at uniform tables (no ``prior``) every pair's prediction depends only
 on its shape and variances and is evaluated once per distinct signature, so
