@@ -281,8 +281,11 @@ def test_two_phase_screens_a_sample_above_the_pair_cap_and_only_what_its_users_f
         TwoPhasePlan.build(dom, int((MAX_SCREEN_PAIRS * need - 1) / DEFAULT_SCREEN_SHARE), 8.0)
     small = domain([3] * 12)  # 66 pairs: all of them
     assert len(TwoPhasePlan.build(small, 200_000, 4.0).screen.subsets) == 66
-    # the planner screens above 30 attributes too
-    assert plan(dom, 200_000, 8.0).two_phase is not None
+    # the planner does not use a sampled screen (it cost more than it told: twophase module docstring);
+    # every pair of a single-phase plan is measured, and the predictions come from those tables
+    report = plan(dom, 200_000, 8.0)
+    assert report.two_phase is None and report.recommended == "marginals"
+    assert plan(small, 200_000, 4.0).two_phase is not None
 
 
 def test_predictions_on_a_sample_of_pairs_are_the_full_predictions_restricted():
@@ -316,3 +319,31 @@ def test_the_screened_sample_estimates_the_mean_over_all_pairs():
             got = np.mean(list(predict_pair_errors(dom, 200_000, 4.0, subsets, prior=prof, pairs=sample).values()))
             se = errs.std(ddof=1) * np.sqrt((1 - count / errs.size) / count)
             assert abs(got - errs.mean()) <= 4 * se, (len(subsets), count, got, errs.mean(), se)
+
+
+def test_a_single_phase_collection_measuring_every_pair_is_predicted_from_its_own_tables():
+    from lopub.collect.adaptive import Profile
+    from lopub.collect.twophase import MAX_SCREEN_PAIRS, screen_pairs
+
+    sizes = tuple([2, 3] * 16)  # 32 attributes, 496 pairs: no two-phase
+    data = chain_data(60000, sizes=sizes, seed=5, dep=0.5)
+    report = plan(data.domain, data.n, 8.0)
+    assert report.two_phase is None and report.recommended == "marginals"
+    subsets = report.marginal_plan.subsets
+    assert all(len(s) == 3 for s in subsets)  # a triple cover: every pair measured
+    reports, after = collect(data, 8.0, protocol="auto", rng=6)
+    for name in ("marginals", "one-attribute"):
+        assert after.option(name).params["after_collection"]
+        assert "after_collection" not in report.option(name).params
+    # the prediction is the cost model at the collected tables on the public sample of pairs
+    prof = ScreenProfile(data.domain, measure_marginals(reports))
+    pairs = screen_pairs(data.domain, MAX_SCREEN_PAIRS)
+    assert after.option("marginals").predicted_tvd == predict_plan_error(data.domain, data.n, 8.0, list(subsets),
+                                                                         prior=prof, pairs=pairs)
+    # ... and close to the cost model at the true tables (the chain's dependence, not the 0.1 prior)
+    truth = predict_plan_error(data.domain, data.n, 8.0, [(a,) for a in data.domain.attrs],
+                               prior=Profile(data.domain, data))
+    assert abs(report.option("one-attribute").predicted_tvd - truth) > abs(
+        after.option("one-attribute").predicted_tvd - truth)
+    _, same = collect(data, 8.0, protocol="marginals", rng=6)  # not auto: the plan-time report
+    assert "after_collection" not in same.option("marginals").params

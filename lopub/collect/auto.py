@@ -76,7 +76,11 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         planner's report (its ``warning`` is set above epsilon 10; its
         ``notes`` give the plan-time group-size checks; after a two-phase
         collection its ``marginals`` option carries the screen's predictions,
-        :meth:`~lopub.collect.planner.PlanReport.after_screen`).
+        :meth:`~lopub.collect.planner.PlanReport.after_screen`, and Bloom
+        reports of the main-phase users are returned where the screen
+        predicts them lowest; after a single-phase ``auto`` collection that
+        measures every pair, the predictions from its own tables,
+        :meth:`~lopub.collect.planner.PlanReport.after_collection`).
 
     Raises
     ------
@@ -111,6 +115,11 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
             raise ValueError(f"protocol 'marginals' has no plan at n ({dataset.n}) and epsilon "
                              f"({report.epsilon:g}): {report.warning or 'the planner refused it'}")
         mplan = report.marginal_plan
-    else:
-        mplan = MarginalPlan(dataset.domain, tuple((a,) for a in dataset.domain.attrs), report.epsilon, key=key)
+        reports = collect_records(dataset, mplan, rng=rng)
+        if protocol == "auto":  # the prediction from the collected tables (every pair measured)
+            from lopub.collect.server import measure_marginals
+
+            report = report.after_collection(measure_marginals(reports))
+        return reports, report
+    mplan = MarginalPlan(dataset.domain, tuple((a,) for a in dataset.domain.attrs), report.epsilon, key=key)
     return collect_records(dataset, mplan, rng=rng), report
