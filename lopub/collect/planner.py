@@ -225,7 +225,7 @@ class PlanReport:
         rec = "bloom" if predictions.get("bloom", math.inf) < marg[main] else self.recommended
         return dataclasses.replace(self, options=opts, recommended=rec)
 
-    def after_collection(self, source: Any) -> "PlanReport":
+    def after_collection(self, source: Any) -> PlanReport:
         """This report with the ``marginals`` and ``one-attribute`` predictions from a single-phase
         marginal collection's own tables (``source``, its measurements), where its plan measures
         every attribute pair (otherwise unchanged).
