@@ -84,6 +84,14 @@ def test_screen_profile_reads_the_screen_tables(phases):
     # the screen's bias shrunk by its positive-part James-Stein factor (noise of the pair table)
     lam = max(0.0, 1.0 - float(np.sum(source.marginal([a, b]).variance)) / float(raw @ raw))
     np.testing.assert_allclose(prof.bias(a, b), lam * raw)
+    # own margins: the pair table's own d, with the noise in its (K_a - 1)(K_b - 1) interaction directions
+    own = ScreenProfile(tp.screen.domain, source, own_margins=True)
+    t = np.clip(tab, 0, None)
+    d = (t - np.outer(t.sum(axis=1), t.sum(axis=0))).ravel()
+    share = (t.shape[0] - 1) * (t.shape[1] - 1) / t.size
+    lam = max(0.0, 1.0 - share * float(np.sum(source.marginal([a, b]).variance)) / float(d @ d))
+    assert 0.0 < lam < 1.0
+    np.testing.assert_allclose(own.bias(a, b), lam * d)
 
 
 def test_screen_profile_shrinks_a_pure_noise_bias_to_nothing():
@@ -331,7 +339,7 @@ def test_a_single_phase_collection_measuring_every_pair_is_predicted_from_its_ow
         assert after.option(name).params["after_collection"]
         assert "after_collection" not in report.option(name).params
     # the prediction is the cost model at the collected tables on the public sample of pairs
-    prof = ScreenProfile(data.domain, measure_marginals(reports))
+    prof = ScreenProfile(data.domain, measure_marginals(reports), own_margins=True)
     pairs = screen_pairs(data.domain, MAX_SCREEN_PAIRS)
     assert after.option("marginals").predicted_tvd == predict_plan_error(data.domain, data.n, 8.0, list(subsets),
                                                                          prior=prof, pairs=pairs)

@@ -231,7 +231,7 @@ class PlanReport:
         every attribute pair (otherwise unchanged).
 
         The measured tables replace the uniform tables and the prior dependence
-        (:class:`~lopub.collect.twophase.ScreenProfile`), evaluated on a public
+        (:class:`~lopub.collect.twophase.ScreenProfile` with ``own_margins``), evaluated on a public
         sample of at most :data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS`
         pairs (:func:`~lopub.collect.twophase.screen_pairs`); both options get
         ``params["after_collection"]``.  The recommendation is unchanged
@@ -246,7 +246,7 @@ class PlanReport:
         held = {frozenset(p) for s in mplan.subsets for p in itertools.combinations(s, 2)}
         if len(domain) < 2 or len(held) < len(domain) * (len(domain) - 1) // 2:
             return self
-        profile = ScreenProfile(domain, source)
+        profile = ScreenProfile(domain, source, own_margins=True)
         pairs = screen_pairs(domain, MAX_SCREEN_PAIRS)
         got = {"marginals": predict_plan_error(domain, self.n, self.epsilon, list(mplan.subsets),
                                                prior=profile, pairs=pairs),

@@ -126,20 +126,26 @@ class ScreenProfile(Profile):
     screen's ``d = p_ab - p_a p_b`` shrunk by its positive-part James-Stein
     factor ``max(0, 1 - sum(v_ab) / ||d||^2)`` (``v_ab`` the pair table's
     cell variances): a dependence the screen cannot tell from its noise
-    counts as none (module docstring).  Tried and not kept: ``d`` from the
-    pair table's own margins with the interaction share
-    ``(K_a - 1)(K_b - 1) / (K_a K_b)`` of its noise (closer to the true mean
-    dependence: retail top-100 items at epsilon 8, 0.0009 against 0.0068
-    here, truth 0.0006), which made retail top-20 at epsilon 1 worse
-    (0.0221 against 0.0198, seeds 0-3; it measured fewer pairs).  Pairs the
+    counts as none (module docstring).  ``own_margins``: ``d`` from the pair
+    table's own margins (the pooled one-way tables differ from them by noise,
+    which reads as dependence) and the factor's noise cut to the interaction
+    share ``(K_a - 1)(K_b - 1) / (K_a K_b)`` in which ``d`` lives.  It is
+    closer to the true mean dependence (retail top-100 items at epsilon 8:
+    0.0009 against 0.0068 without, truth 0.0006) and is what
+    :meth:`~lopub.collect.planner.PlanReport.after_collection` predicts
+    with; as the screen's choice of the main plan it made retail top-20 at
+    epsilon 1 worse (0.0221 against 0.0198 mean 2-way TVD, seeds 0-3: it
+    measured fewer pairs), so the screen keeps the default.  Pairs the
     screen did not measure have the product of their one-way tables and no
     known dependence (:meth:`TwoPhasePlan.select` evaluates screened pairs
     only).
     """
 
-    def __init__(self, domain: Domain, source: Any) -> None:
+    def __init__(self, domain: Domain, source: Any, own_margins: bool = False) -> None:
         super().__init__(domain, None)
         self.source = source
+        #: ``d`` from the pair table's own margins, with the interaction share of its noise
+        self.own_margins = bool(own_margins)
         #: the screened pairs, in domain order: the pairs the predictions are evaluated on
         self.pairs: list[tuple[str, ...]] = sorted((tuple(sorted(m.attrs, key=domain.index)) for m in source.measurements()
                              if len(m.attrs) == 2), key=lambda p: tuple(map(domain.index, p)))
@@ -159,8 +165,15 @@ class ScreenProfile(Profile):
     def bias(self, a: str, b: str) -> np.ndarray:
         if not self.source.covers([a, b]):
             return np.zeros(self.domain.cells((a, b)))
-        d = self.probs((a, b)) - np.outer(self.probs((a,)), self.probs((b,))).ravel()
-        noise = float(np.sum(self.source.marginal([a, b]).variance))
+        m = self.source.marginal([a, b])
+        noise = float(np.sum(m.variance))
+        if self.own_margins:
+            table = np.clip(np.asarray(m.values, dtype=float), 0.0, None)
+            d = (table - np.outer(table.sum(axis=1), table.sum(axis=0))).ravel()
+            ka, kb = table.shape
+            noise *= (ka - 1) * (kb - 1) / (ka * kb)
+        else:
+            d = self.probs((a, b)) - np.outer(self.probs((a,)), self.probs((b,))).ravel()
         dev = float(np.vdot(d, d))
         return d * (max(0.0, 1.0 - noise / dev) if dev > 0 else 0.0)
 
