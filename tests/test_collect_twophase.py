@@ -6,8 +6,8 @@ import pytest
 
 from lopub.collect import (MarginalPlan, MarginalReports, PlanError, collect, collect_records,
                            measure_marginals, merge_reports, plan)
-from lopub.collect.adaptive import choose_subsets, predict_plan_error
-from lopub.collect.groups import shortfall
+from lopub.collect.adaptive import choose_subsets, predict_pair_errors, predict_plan_error
+from lopub.collect.groups import needs, shortfall
 from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, ScreenProfile, TwoPhasePlan, collect_two_phase
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
@@ -84,6 +84,14 @@ def test_screen_profile_reads_the_screen_tables(phases):
     # the screen's bias shrunk by its positive-part James-Stein factor (noise of the pair table)
     lam = max(0.0, 1.0 - float(np.sum(source.marginal([a, b]).variance)) / float(raw @ raw))
     np.testing.assert_allclose(prof.bias(a, b), lam * raw)
+    # own margins: the pair table's own d, with the noise in its (K_a - 1)(K_b - 1) interaction directions
+    own = ScreenProfile(tp.screen.domain, source, own_margins=True)
+    t = np.clip(tab, 0, None)
+    d = (t - np.outer(t.sum(axis=1), t.sum(axis=0))).ravel()
+    share = (t.shape[0] - 1) * (t.shape[1] - 1) / t.size
+    lam = max(0.0, 1.0 - share * float(np.sum(source.marginal([a, b]).variance)) / float(d @ d))
+    assert 0.0 < lam < 1.0
+    np.testing.assert_allclose(own.bias(a, b), lam * d)
 
 
 def test_screen_profile_shrinks_a_pure_noise_bias_to_nothing():
@@ -204,3 +212,151 @@ def test_collect_auto_runs_both_phases(data):
     assert report.option("marginals").params.get("screen_predictions") is None  # the plan-time report is unchanged
     again, _ = collect(data, 2.0, protocol="marginals", rng=3)
     assert again.plan_id == reports.plan_id and np.array_equal(again.subset, reports.subset)
+
+
+def test_bloom_is_ranked_against_marginals_from_the_screen_not_at_uniform_tables():
+    """Where Bloom is predicted lowest at uniform tables but the marginals option is two-phase, the
+    plan recommends the screen, and the screen's tables decide between Bloom and marginal sampling."""
+    from lopub.collect.bloom_cost import predict_bloom
+    from lopub.reports.bloom import Reports
+
+    data = chain_data(20000, sizes=(2, 2, 2, 2, 2))
+    report = plan(data.domain, data.n, 16.0)
+    preds = {o.protocol: o.predicted_tvd for o in report.options}
+    assert report.two_phase is not None and min(preds, key=preds.get) == "bloom"
+    assert report.recommended == "marginals" and any(t.startswith("bloom:") for t in report.notes)
+    seen = set()
+    for eps in (8.0, 16.0):
+        reports, after = collect(data, eps, protocol="auto", rng=1)
+        got = {o.protocol: o for o in after.options}
+        marg = got["marginals"].predicted_tvd
+        assert got["bloom"].params["after_screen"] and got["one-attribute"].params["after_screen"]
+        # the release is what the screen predicted lowest, and the report says which
+        want = "bloom" if got["bloom"].predicted_tvd < marg else "marginals"
+        assert after.recommended == want
+        assert isinstance(reports, Reports if want == "bloom" else MarginalReports)
+        if want == "bloom":  # the main-phase users only: the screen's users reported marginals
+            assert reports.n == report.two_phase.n_main
+        seen.add(want)
+    assert seen == {"bloom", "marginals"}
+    # the Bloom prediction after the screen is the cost model at the screen's tables for n_main users
+    tp = report.two_phase
+    screen = collect_records(data.subset(np.arange(tp.n_screen)), tp.screen, rng=2)
+    prof = ScreenProfile(data.domain, measure_marginals(screen))
+    h = report.option("bloom").params["h"]
+    assert predict_bloom(data.domain, tp.n_main, 16.0, h, prior=prof) > predict_bloom(data.domain, data.n, 16.0, h,
+                                                                                       prior=prof)
+
+
+def test_collect_two_phase_alternative_runs_only_when_predicted_lower(data):
+    from lopub.collect.twophase import Alternative
+
+    tp = TwoPhasePlan.build(data.domain, data.n, 2.0)
+    ran = []
+    for value in (0.0, np.inf):
+        alt = Alternative("other", lambda prof, n_main, v=value: (ran.append(n_main), v)[1],
+                          lambda rest, rng: ("alternative", rest.n))
+        preds: dict = {}
+        _, main = collect_two_phase(data, tp, rng=7, predictions=preds, alternative=alt)
+        assert preds["other"] == value and "one-attribute" in preds and len(preds) >= 4
+        if value == 0.0:
+            assert main == ("alternative", tp.n_main)
+        else:
+            assert isinstance(main, MarginalReports) and main.n == tp.n_main
+    assert ran == [tp.n_main, tp.n_main]
+
+
+def test_screen_pairs_are_a_public_sample_holding_every_attribute():
+    from lopub.collect.twophase import screen_pairs
+
+    for d in (7, 40):
+        dom = domain([2] * d)
+        total = d * (d - 1) // 2
+        assert screen_pairs(dom, total + 5) == [tuple(p) for p in itertools.combinations(dom.attrs, 2)]
+        for count in (-(-d // 2), 60):
+            got = screen_pairs(dom, count)
+            assert got == screen_pairs(dom, count)  # public: the same pairs for everyone
+            assert len(got) == len(set(got)) == min(count, total)
+            assert all(dom.index(a) < dom.index(b) for a, b in got)
+            assert got == sorted(got, key=lambda p: (dom.index(p[0]), dom.index(p[1])))
+            assert {a for p in got for a in p} == set(dom.attrs)  # one matching holds every attribute
+
+
+def test_two_phase_screens_a_sample_above_the_pair_cap_and_only_what_its_users_fill():
+    from lopub.collect.twophase import MAX_SCREEN_PAIRS, screen_pairs
+
+    dom = domain([2] * 40)  # 780 pairs
+    tp = TwoPhasePlan.build(dom, 200_000, 8.0)
+    assert list(tp.screen.subsets) == screen_pairs(dom, MAX_SCREEN_PAIRS)
+    assert not shortfall(dom, tp.n_screen, 8.0, tp.screen.subsets)
+    need = max(needs(dom, 8.0, tp.screen.subsets))
+    with pytest.raises(PlanError, match=rf"the screen needs >= {MAX_SCREEN_PAIRS * need} users"):
+        TwoPhasePlan.build(dom, int((MAX_SCREEN_PAIRS * need - 1) / DEFAULT_SCREEN_SHARE), 8.0)
+    small = domain([3] * 12)  # 66 pairs: all of them
+    assert len(TwoPhasePlan.build(small, 200_000, 4.0).screen.subsets) == 66
+    # the planner does not use a sampled screen (it cost more than it told: twophase module docstring);
+    # every pair of a single-phase plan is measured, and the predictions come from those tables
+    report = plan(dom, 200_000, 8.0)
+    assert report.two_phase is None and report.recommended == "marginals"
+    assert plan(small, 200_000, 4.0).two_phase is not None
+
+
+def test_predictions_on_a_sample_of_pairs_are_the_full_predictions_restricted():
+    data = chain_data(5000, sizes=(3, 2, 4, 2, 3, 2, 2))
+    dom = data.domain
+    subsets = [("a0", "a1", "a2"), ("a3", "a4"), ("a5",), ("a6",)]
+    full = predict_pair_errors(dom, 5000, 2.0, subsets, prior=data)
+    some = [("a0", "a2"), ("a1", "a5"), ("a4", "a6")]
+    assert predict_pair_errors(dom, 5000, 2.0, subsets, prior=data, pairs=some) == {p: full[p] for p in some}
+    # unmeasured: the independence completion, also where a subset holds the pair
+    none = predict_pair_errors(dom, 5000, 2.0, subsets, prior=data, pairs=some, unmeasured=True)
+    alone = predict_pair_errors(dom, 5000, 2.0, subsets, prior=data, select_edges=False)
+    assert none[("a1", "a5")] == full[("a1", "a5")] == alone[("a1", "a5")]  # not measured either way
+    assert none[("a0", "a2")] >= full[("a0", "a2")]  # the measured table is kept where it is better
+
+
+def test_the_screened_sample_estimates_the_mean_over_all_pairs():
+    """A sampled screen's pairs are uniform enough that their mean predicted error is the mean over all
+    pairs within 4 standard errors of a simple random sample (finite-population corrected)."""
+    from lopub.collect.adaptive import Profile, triple_cover
+    from lopub.collect.twophase import screen_pairs
+
+    sizes = tuple([2, 3, 2, 4] * 10)  # 40 attributes, 780 pairs
+    data = chain_data(20000, sizes=sizes, seed=77, dep=0.5)
+    dom, prof = data.domain, Profile(data.domain, data)
+    for subsets in ([(a,) for a in dom.attrs], triple_cover(dom)):
+        full = predict_pair_errors(dom, 200_000, 4.0, subsets, prior=prof)
+        errs = np.array(list(full.values()))
+        for count in (60, 200):
+            sample = screen_pairs(dom, count)
+            got = np.mean(list(predict_pair_errors(dom, 200_000, 4.0, subsets, prior=prof, pairs=sample).values()))
+            se = errs.std(ddof=1) * np.sqrt((1 - count / errs.size) / count)
+            assert abs(got - errs.mean()) <= 4 * se, (len(subsets), count, got, errs.mean(), se)
+
+
+def test_a_single_phase_collection_measuring_every_pair_is_predicted_from_its_own_tables():
+    from lopub.collect.adaptive import Profile
+    from lopub.collect.twophase import MAX_SCREEN_PAIRS, screen_pairs
+
+    sizes = tuple([2, 3] * 16)  # 32 attributes, 496 pairs: no two-phase
+    data = chain_data(60000, sizes=sizes, seed=5, dep=0.5)
+    report = plan(data.domain, data.n, 8.0)
+    assert report.two_phase is None and report.recommended == "marginals"
+    subsets = report.marginal_plan.subsets
+    assert all(len(s) == 3 for s in subsets)  # a triple cover: every pair measured
+    reports, after = collect(data, 8.0, protocol="auto", rng=6)
+    for name in ("marginals", "one-attribute"):
+        assert after.option(name).params["after_collection"]
+        assert "after_collection" not in report.option(name).params
+    # the prediction is the cost model at the collected tables on the public sample of pairs
+    prof = ScreenProfile(data.domain, measure_marginals(reports), own_margins=True)
+    pairs = screen_pairs(data.domain, MAX_SCREEN_PAIRS)
+    assert after.option("marginals").predicted_tvd == predict_plan_error(data.domain, data.n, 8.0, list(subsets),
+                                                                         prior=prof, pairs=pairs)
+    # ... and close to the cost model at the true tables (the chain's dependence, not the 0.1 prior)
+    truth = predict_plan_error(data.domain, data.n, 8.0, [(a,) for a in data.domain.attrs],
+                               prior=Profile(data.domain, data))
+    assert abs(report.option("one-attribute").predicted_tvd - truth) > abs(
+        after.option("one-attribute").predicted_tvd - truth)
+    _, same = collect(data, 8.0, protocol="marginals", rng=6)  # not auto: the plan-time report
+    assert "after_collection" not in same.option("marginals").params

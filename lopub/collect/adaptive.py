@@ -122,23 +122,31 @@ class Profile:
 
 
 def _inverse_variances(profile: Profile, eps: float, phases: Sequence[tuple[Sequence, float]],
-                       n_total: float) -> tuple[dict, dict]:
-    """Summed inverse per-cell variances of every pair and attribute over all phases."""
+                       n_total: float, keep: set | None = None) -> tuple[dict, dict]:
+    """Summed inverse per-cell variances of every pair and attribute over all phases
+    (``keep``: only these pairs and their attributes)."""
     domain = profile.domain
     pair_w: dict[tuple, np.ndarray] = {}
     one_w: dict[str, np.ndarray] = {}
+    attrs = None if keep is None else {a for p in keep for a in p}
     for subsets, n_phase in phases:  # phases x subsets x their pairs: small loops, no users
         if not subsets:
             continue
         n_g = n_phase / len(subsets)
         for s in subsets:
+            if attrs is not None and not attrs.intersection(s):
+                continue
             k = domain.cells(s)
             oracle = best_oracle(eps, max(k, 2))
             for a in s:
+                if attrs is not None and a not in attrs:
+                    continue
                 f = profile.probs((a,))
                 v = cell_var(oracle, eps, k, n_g, merged=k // f.size, f=f) + _sampling(f, n_g, n_total)
                 one_w[a] = one_w.get(a, 0.0) + _inv(v)
             for a, b in itertools.combinations(sorted(s, key=domain.index), 2):
+                if keep is not None and (a, b) not in keep:
+                    continue
                 f = profile.probs((a, b))
                 v = cell_var(oracle, eps, k, n_g, merged=k // f.size, f=f) + _sampling(f, n_g, n_total)
                 pair_w[(a, b)] = pair_w.get((a, b), 0.0) + _inv(v)
@@ -159,7 +167,8 @@ def _sampling(f: np.ndarray, n_group: float, n: float) -> np.ndarray:
 def predict_pair_errors(domain: Domain, n: int, epsilon: float, subsets: Sequence[Sequence[str]],
                         *, dependence: float | Mapping[Pair, float] = DEFAULT_DEPENDENCE,
                         prior: Any = None, extra_phases: Sequence[tuple[Sequence, float]] = (),
-                        select_edges: bool = True) -> dict[Pair, float]:
+                        select_edges: bool = True, pairs: Sequence[Pair] | None = None,
+                        unmeasured: bool = False) -> dict[Pair, float]:
     """Predicted TVD of every attribute pair for a plan measuring ``subsets`` with ``n`` users.
 
     ``dependence``: one prior guess for all pairs or a mapping pair -> TVD
@@ -170,27 +179,35 @@ def predict_pair_errors(domain: Domain, n: int, epsilon: float, subsets: Sequenc
     (default): the release is a model fitted with noise-aware structure
     selection, which keeps a measured pair only where it beats independence
     (error = the smaller of the two); ``False``: the error of the measured
-    table itself.
+    table itself; ``pairs`` (attribute pairs in domain order): only these
+    pairs are evaluated (a sample of the pairs, e.g. those a screen measured:
+    their mean estimates the mean over all pairs at a cost independent of the
+    number of attributes); ``unmeasured``: every pair's error as if no
+    subset held it (its independence completion from the one-way tables the
+    plan gives), the error of a pair outside a screen's sample under a plan
+    that measures only screened pairs.
     """
     profile = prior if isinstance(prior, Profile) else Profile(domain, prior, dependence)
     phases = [(list(subsets), float(n))] + [(list(s), float(u)) for s, u in extra_phases]
     n_total = sum(u for _, u in phases)
-    if profile.uniform:
-        return _uniform_pair_errors(profile, epsilon, phases, n_total, select_edges)
-    pair_w, one_w = _inverse_variances(profile, epsilon, phases, n_total)
+    keep = None if pairs is None else {tuple(p) for p in pairs}
+    if profile.uniform and not unmeasured:
+        out = _uniform_pair_errors(profile, epsilon, phases, n_total, select_edges)
+        return out if keep is None else {p: v for p, v in out.items() if p in keep}
+    pair_w, one_w = _inverse_variances(profile, epsilon, phases, n_total, keep)
     out = {}
     with np.errstate(divide="ignore"):  # zero inverse variance: not measured at all
         one_v = {a: 1.0 / w for a, w in one_w.items()}
         pair_v = {p: 1.0 / w for p, w in pair_w.items()}
     one_mse = {a: normsub_errors(profile.probs((a,)), v)[1] for a, v in one_v.items()}
-    for a, b in all_pairs(domain):
+    for a, b in (all_pairs(domain) if keep is None else sorted(keep, key=lambda p: tuple(map(domain.index, p)))):
         kab = domain.cells((a, b))
         va, vb = one_mse.get(a, np.inf), one_mse.get(b, np.inf)
         pa, pb = profile.probs((a,)), profile.probs((b,))
         with np.errstate(invalid="ignore"):  # inf * 0 where a cell has probability 0
             pv = np.nan_to_num(np.outer(va, pb ** 2) + np.outer(pa ** 2, vb), nan=0.0).ravel()
         indep = expected_tvd(pv, profile.bias(a, b), cells=kab)
-        v = pair_v.get((a, b))
+        v = None if unmeasured else pair_v.get((a, b))
         measured = normsub_errors(profile.probs((a, b)), v)[0] if v is not None else math.inf
         out[(a, b)] = min(measured, indep) if select_edges else (measured if v is not None else indep)
     return out

@@ -13,6 +13,7 @@ import numpy as np
 from lopub.collect.client import collect_records
 from lopub.collect.plan import MarginalPlan
 from lopub.collect.planner import PlanReport, plan
+from lopub.collect.reports import MarginalReports
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
 
@@ -27,6 +28,24 @@ def bloom_spec(domain: Domain, report: PlanReport, *, key: str | None = None):
     params = report.option("bloom").params
     return CollectionSpec.from_domain(domain, epsilon=report.epsilon, h=params["h"], m=list(params["m"]),
                                       key=DEFAULT_KEY if key is None else key)
+
+
+def _bloom_alternative(domain: Domain, report: PlanReport, key: str | None) -> Any:
+    """Bloom reports as the main phase of a two-phase collection (``None`` where Bloom was refused):
+    predicted at the screen's tables with the report's ``h``."""
+    from lopub.collect.bloom_cost import predict_bloom
+    from lopub.collect.twophase import Alternative
+
+    if "bloom" in report.refused:
+        return None
+    h, eps = report.option("bloom").params["h"], report.epsilon
+
+    def run(rest: Dataset, rng: Any) -> Any:
+        from lopub.client.encode import encode
+
+        return encode(rest, bloom_spec(domain, report, key=key), rng=rng)
+    return Alternative("bloom", lambda profile, n_main: predict_bloom(domain, n_main, eps, h, prior=profile,
+                                                                      pairs=profile.pairs), run)
 
 
 def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
@@ -57,7 +76,11 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         planner's report (its ``warning`` is set above epsilon 10; its
         ``notes`` give the plan-time group-size checks; after a two-phase
         collection its ``marginals`` option carries the screen's predictions,
-        :meth:`~lopub.collect.planner.PlanReport.after_screen`).
+        :meth:`~lopub.collect.planner.PlanReport.after_screen`, and Bloom
+        reports of the main-phase users are returned where the screen
+        predicts them lowest; after a single-phase ``auto`` collection that
+        measures every pair, the predictions from its own tables,
+        :meth:`~lopub.collect.planner.PlanReport.after_collection`).
 
     Raises
     ------
@@ -81,13 +104,22 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         from lopub.collect.twophase import collect_two_phase, merge_reports
 
         predictions: dict[str, float] = {}
-        screen, main = collect_two_phase(dataset, report.two_phase, rng=rng, predictions=predictions)
+        alt = _bloom_alternative(dataset.domain, report, key) if protocol == "auto" else None
+        screen, main = collect_two_phase(dataset, report.two_phase, rng=rng, predictions=predictions,
+                                         alternative=alt)
+        if alt is not None and not isinstance(main, MarginalReports):
+            return main, report.after_screen(predictions)
         return merge_reports(screen, main), report.after_screen(predictions)
     if choice == "marginals":
         if report.marginal_plan is None:
             raise ValueError(f"protocol 'marginals' has no plan at n ({dataset.n}) and epsilon "
                              f"({report.epsilon:g}): {report.warning or 'the planner refused it'}")
         mplan = report.marginal_plan
-    else:
-        mplan = MarginalPlan(dataset.domain, tuple((a,) for a in dataset.domain.attrs), report.epsilon, key=key)
+        reports = collect_records(dataset, mplan, rng=rng)
+        if protocol == "auto":  # the prediction from the collected tables (every pair measured)
+            from lopub.collect.server import measure_marginals
+
+            report = report.after_collection(measure_marginals(reports))
+        return reports, report
+    mplan = MarginalPlan(dataset.domain, tuple((a,) for a in dataset.domain.attrs), report.epsilon, key=key)
     return collect_records(dataset, mplan, rng=rng), report

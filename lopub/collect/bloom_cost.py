@@ -83,8 +83,9 @@ def bloom_unit_noise(epsilon: float, h: int, d: int) -> float:
 
 def predict_bloom(domain: Domain, n: int, epsilon: float, h: int, *,
                   dependence: float = DEFAULT_DEPENDENCE, prior: Any = None,
-                  select_edges: bool = True) -> float:
-    """Predicted mean 2-way TVD of Bloom reports (module docstring)."""
+                  select_edges: bool = True, pairs: Any = None) -> float:
+    """Predicted mean 2-way TVD of Bloom reports (module docstring); ``pairs``: the mean over
+    these attribute pairs only (a sample, as in :func:`~lopub.collect.adaptive.predict_pair_errors`)."""
     d = len(domain)
     u = bloom_unit_noise(epsilon, h, d)
     scale = BLOOM_EFFICIENCY ** 2 / n
@@ -96,11 +97,12 @@ def predict_bloom(domain: Domain, n: int, epsilon: float, h: int, *,
         return float(np.mean([expected_tvd(math.inf, 0.0, cells=domain.cells(p))
                               for p in itertools.combinations(domain.attrs, 2)]))
     unit = {a: u * (1 - 1 / domain.size(a)) for a in domain.attrs}  # the indicators sum to 1
-    if profile.uniform:
+    if profile.uniform and pairs is None:
         return _uniform_bloom(domain, unit, scale, profile, select_edges)
-    mse = {a: normsub_errors(profile.probs((a,)), unit[a] * scale)[1] for a in domain.attrs}
+    todo = list(itertools.combinations(domain.attrs, 2)) if pairs is None else [tuple(p) for p in pairs]
+    mse = {a: normsub_errors(profile.probs((a,)), unit[a] * scale)[1] for a in {x for p in todo for x in p}}
     errs = []
-    for a, b in itertools.combinations(domain.attrs, 2):  # pairs of attributes, not users
+    for a, b in todo:  # pairs of attributes, not users
         pa, pb, ua, ub = profile.probs((a,)), profile.probs((b,)), unit[a], unit[b]
         v = (ua * ub + np.add.outer(ub * pa, ua * pb).ravel()) * scale
         err = normsub_errors(profile.probs((a, b)), v)[0]

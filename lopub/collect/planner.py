@@ -56,6 +56,23 @@
     single-phase.
     The option's ``predicted_tvd`` is then the uniform rule's prediction (the
     main plan is only known after the screen).
+    **Bloom against a two-phase option** is ranked from the screen, not at
+    uniform tables: where Bloom's uniform prediction is the lowest the plan
+    recommends the screen (a ``notes`` line says so), and after it
+    (:func:`~lopub.collect.auto.collect`) Bloom reports from the main-phase
+    users are predicted at the screen's tables and used when that is below
+    every marginal candidate's prediction (the screen's users are then not
+    part of the release).  Reason: uniform tables maximize the marginal
+    plans' group-sampling variance ``f (1 - f) / n_g``, which dominates their
+    error at large epsilon, while Bloom's error is mostly its noise, which
+    depends little on the tables; on skewed data the uniform comparison
+    therefore leaned to Bloom where marginal sampling was better (bn-sachs
+    and retail top-20 items at epsilon 16: Bloom picked, 0.0179 and 0.0100
+    mean 2-way TVD, worse than the epsilon-8 marginal plans' 0.0119 and
+    0.0058; Bloom's own prediction was not optimistic: 0.0205 and 0.0162).
+    Ranked from the screen (two seeds): 0.0110 and 0.0052 at epsilon 16,
+    equal to epsilon 8; bn-asia keeps Bloom after its screen, from 70 % of
+    the users (0.0055 where Bloom from all users measured 0.0036).
 
 Plan-time checks (:mod:`lopub.collect.groups`): a sampling option is only
 offered when ``n`` users give every group its documented minimum (users are
@@ -66,9 +83,17 @@ minimum and any one-way table expected to be mostly noise.  Fewer than
 :data:`~lopub.collect.groups.MIN_GROUP_FLOOR` users per attribute refuses
 both sampling families; an attribute no Bloom filter size can separate
 within the planner's bounds refuses Bloom (``refused`` names the reason;
-:meth:`PlanReport.option` raises it).  Two-phase plans are only considered
-up to :data:`MAX_SCREEN_ATTRS` attributes (the main-phase choice evaluates
-every screened pair per candidate).
+:meth:`PlanReport.option` raises it).  The planner uses a two-phase plan
+only where the screen measures all pairs (at most
+:data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS`, 30 attributes) and its
+users fill them.  A sampled screen above that
+(:func:`~lopub.collect.twophase.screen_pairs`, ``strategy="two-phase"``)
+made the predictions follow the data (median relative error 6.1 -> 0.23 on
+retail top-100 items, bn-hepar2 and bn-water at epsilon 4 / 8 / 16) but cost
+7-35 % of release error at epsilon 8 and 16 on the same shapes and bn-alarm
+(its 30 % of users measure 435 pairs with few users each, where the uniform
+rule's triples were right); such plans are instead predicted after the
+collection from their own tables (:meth:`PlanReport.after_collection`).
 
 Cost: at uniform tables (no ``prior``) every pair's prediction depends only
 on its shape and variances and is evaluated once per distinct signature, so
@@ -118,9 +143,6 @@ from lopub.errors import SpecError
 
 #: Per-record budget above which the planner adds a warning line.
 WARN_EPSILON = 10.0
-#: Most attributes a two-phase plan screens (its main-phase choice evaluates
-#: every pair of the screen's tables for about 30 candidates).
-MAX_SCREEN_ATTRS = 30
 
 
 @dataclass(frozen=True)
@@ -183,14 +205,55 @@ class PlanReport:
         2-way TVD from the screen's tables (:meth:`~lopub.collect.twophase.TwoPhasePlan.select`);
         the option's ``predicted_tvd`` becomes the chosen (lowest) one,
         ``params["screen_predictions"]`` keeps them all and ``params["main"]``
-        names the choice.  The recommendation is unchanged.
+        names the choice.  A ``"bloom"`` entry (Bloom reports from the
+        main-phase users, :func:`~lopub.collect.auto.collect`) becomes the
+        ``bloom`` option's prediction, and the recommendation when it is the
+        lowest (otherwise the recommendation is unchanged); a
+        ``"one-attribute"`` entry becomes that option's prediction (both
+        marked ``params["after_screen"]``).
         """
         if not predictions:
             return self
-        main = min(predictions, key=lambda k: predictions[k])
-        opts = tuple(dataclasses.replace(o, predicted_tvd=predictions[main], params={
-            **o.params, "main": main, "screen_predictions": dict(predictions)}) if o.protocol == "marginals" else o
-            for o in self.options)
+        other = ("bloom", "one-attribute")
+        marg = {k: v for k, v in predictions.items() if k not in other}
+        main = min(marg, key=lambda k: marg[k])
+        opts = tuple(dataclasses.replace(o, predicted_tvd=marg[main], params={
+            **o.params, "main": main, "screen_predictions": dict(marg)}) if o.protocol == "marginals"
+            else dataclasses.replace(o, predicted_tvd=predictions[o.protocol], params={
+                **o.params, "after_screen": True}) if o.protocol in other and o.protocol in predictions
+            else o for o in self.options)
+        rec = "bloom" if predictions.get("bloom", math.inf) < marg[main] else self.recommended
+        return dataclasses.replace(self, options=opts, recommended=rec)
+
+    def after_collection(self, source: Any) -> PlanReport:
+        """This report with the ``marginals`` and ``one-attribute`` predictions from a single-phase
+        marginal collection's own tables (``source``, its measurements), where its plan measures
+        every attribute pair (otherwise unchanged).
+
+        The measured tables replace the uniform tables and the prior dependence
+        (:class:`~lopub.collect.twophase.ScreenProfile` with ``own_margins``), evaluated on a public
+        sample of at most :data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS`
+        pairs (:func:`~lopub.collect.twophase.screen_pairs`); both options get
+        ``params["after_collection"]``.  The recommendation is unchanged
+        (the reports are collected).
+        """
+        from lopub.collect.twophase import MAX_SCREEN_PAIRS, ScreenProfile, screen_pairs
+
+        mplan = self.marginal_plan
+        if mplan is None or self.two_phase is not None:
+            return self
+        domain = mplan.domain
+        held = {frozenset(p) for s in mplan.subsets for p in itertools.combinations(s, 2)}
+        if len(domain) < 2 or len(held) < len(domain) * (len(domain) - 1) // 2:
+            return self
+        profile = ScreenProfile(domain, source, own_margins=True)
+        pairs = screen_pairs(domain, MAX_SCREEN_PAIRS)
+        got = {"marginals": predict_plan_error(domain, self.n, self.epsilon, list(mplan.subsets),
+                                               prior=profile, pairs=pairs),
+               "one-attribute": predict_plan_error(domain, self.n, self.epsilon,
+                                                   [(a,) for a in domain.attrs], prior=profile, pairs=pairs)}
+        opts = tuple(dataclasses.replace(o, predicted_tvd=got[o.protocol], params={
+            **o.params, "after_collection": True}) if o.protocol in got else o for o in self.options)
         return dataclasses.replace(self, options=opts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -288,19 +351,24 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
         refused["bloom"] = str(exc)
     if not options:
         raise PlanError(f"no protocol fits: {'; '.join(f'{k}: {v}' for k, v in refused.items())}")
-    best = min(options, key=lambda o: o.predicted_tvd)
+    best = min(options, key=lambda o: o.predicted_tvd).protocol
+    if best == "bloom" and two is not None:  # ranked from the screen's tables (module docstring)
+        best = "marginals"
+        notes.append("bloom: predicted lowest at uniform tables; the screen's tables decide between "
+                     "Bloom reports and marginal sampling for the main-phase users")
     text, warning = privacy_statement(epsilon)
-    return PlanReport(n, epsilon, tuple(options), best.protocol, text, warning, mplan, two,
+    return PlanReport(n, epsilon, tuple(options), best, text, warning, mplan, two,
                       tuple(notes), refused)
 
 
 def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None) -> Any:
     """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
-    from lopub.collect.twophase import TwoPhasePlan
+    from lopub.collect.twophase import MAX_SCREEN_PAIRS, TwoPhasePlan
 
     rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
-    if len(domain) < 3 or len(domain) > MAX_SCREEN_ATTRS or not (rule in ("pairs", "triples")
-                                                                 or rule.startswith("pairs<=")):
+    d = len(domain)
+    if d < 3 or d * (d - 1) // 2 > MAX_SCREEN_PAIRS or not (rule in ("pairs", "triples")
+                                                          or rule.startswith("pairs<=")):
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
     if rule.startswith("pairs<=") and int(rule[len("pairs<="):]) <= smallest:
