@@ -225,6 +225,13 @@ def test_bloom_is_ranked_against_marginals_from_the_screen_not_at_uniform_tables
     preds = {o.protocol: o.predicted_tvd for o in report.options}
     assert report.two_phase is not None and min(preds, key=preds.get) == "bloom"
     assert report.recommended == "marginals" and any(t.startswith("bloom:") for t in report.notes)
+    # a smaller screen than the default: if Bloom wins after it, its users are lost to the release
+    from lopub.collect.planner import BLOOM_SCREEN_SHARE
+
+    assert report.two_phase.n_screen == round(BLOOM_SCREEN_SHARE * data.n) < round(DEFAULT_SCREEN_SHARE * data.n)
+    opt = report.option("marginals")
+    assert opt.params["n_screen"] == report.two_phase.n_screen and opt.params["plan_id"] == report.marginal_plan.plan_id
+    assert f"({report.two_phase.n_screen} users" in opt.description
     seen = set()
     for eps in (8.0, 16.0):
         reports, after = collect(data, eps, protocol="auto", rng=1)
