@@ -64,7 +64,8 @@ def prediction_note(rows: list[dict]) -> str:
         return "Planner predictions: none recorded in these rows."
     rel = np.array([abs(np.mean([p for p, _ in v]) / np.mean([t for _, t in v]) - 1) for v in cells.values()])
     return (f"Planner predictions (the pick's predicted mean 2-way TVD, from the screen after a two-phase "
-            f"collection, else from the uniform prior) against the measured TVD over {len(rel)} cells: median "
+            f"collection, from the collected tables after a single-phase one that measures every pair, else "
+            f"from the uniform prior) against the measured TVD over {len(rel)} cells: median "
             f"relative error {np.median(rel):.0%}, within 25 % in {np.mean(rel <= 0.25):.0%} of the cells.")
 
 
