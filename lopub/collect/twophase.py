@@ -147,8 +147,8 @@ class ScreenProfile(Profile):
         #: ``d`` from the pair table's own margins, with the interaction share of its noise
         self.own_margins = bool(own_margins)
         #: the screened pairs, in domain order: the pairs the predictions are evaluated on
-        self.pairs: list[tuple[str, ...]] = sorted((tuple(sorted(m.attrs, key=domain.index)) for m in source.measurements()
-                             if len(m.attrs) == 2), key=lambda p: tuple(map(domain.index, p)))
+        held = (tuple(sorted(m.attrs, key=domain.index)) for m in source.measurements() if len(m.attrs) == 2)
+        self.pairs: list[tuple[str, ...]] = sorted(held, key=lambda p: tuple(map(domain.index, p)))
 
     def probs(self, attrs: Sequence[str]) -> np.ndarray:
         key = tuple(attrs)
