@@ -37,7 +37,7 @@ import numpy as np
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.reports import MarginalReports
 from lopub.data.domain import Domain
-from lopub.estimate.measurement import Measurement, check_measurements, combine  # noqa: F401 (re-exported)
+from lopub.estimate.measurement import Measurement, check_measurements, combine
 
 
 SAMPLING_NOTE = (" + sampling term f (1 - f) (1/n_i - 1/N); both at f = the product of the one-way "
@@ -66,10 +66,9 @@ def _measure_group(plan: MarginalPlan, i: int, reports: Any, n_users: int, postp
     prov = dict(base.provenance)
     prov.update({"protocol": f"marginals/{oracle.name}", "plan_id": plan.plan_id,
                  "variance": prov.get("variance", "") + SAMPLING_NOTE})
-    m = Measurement(sub, values.reshape(sub.sizes), n_i, {"n_users": int(n_users), "subset": i},
-                    variance=np.clip(var, 0.0, None).reshape(sub.sizes), provenance=prov,
-                    raw=raw.reshape(sub.sizes))
-    return m
+    return Measurement(sub, values.reshape(sub.sizes), n_i, {"n_users": int(n_users), "subset": i},
+                       variance=np.clip(var, 0.0, None).reshape(sub.sizes), provenance=prov,
+                       raw=raw.reshape(sub.sizes))
 
 
 def _at_reference(plan: MarginalPlan, i: int, m: Measurement, ref: np.ndarray, n_users: int

@@ -1,4 +1,5 @@
-"""Empirical-Bayes shrinkage of the one-way tables in the model fit: noise-dominated tables pulled to uniform.
+"""Empirical-Bayes shrinkage of the one-way tables in the model fit: noise-dominated tables pulled to uniform
+or to the shared shape of their attributes.
 
 Each attribute ``a`` has a measured one-way table ``r_a`` (every measurement
 containing ``a``, projected and pooled by inverse variance with
@@ -68,7 +69,7 @@ import numpy as np
 from lopub.estimate.measurement import Measurement, combine
 
 #: ``provenance["prior"]`` of a shrinkage prior term
-PRIOR = "empirical-Bayes shrinkage towards uniform"
+PRIOR = "empirical-Bayes shrinkage of a one-way table"
 #: smallest prior variance, as a share of the table's own noise variance (keeps
 #: a fully shrunk table a weighted term, never an exact constraint)
 TAU_FLOOR = 1e-3
@@ -143,5 +144,6 @@ def shrinkage_priors(measurements: Sequence[Measurement]) -> list[Measurement]:
         towards = "uniform" if np.allclose(target, 1.0 / k) else f"mean table of the {k}-category attributes"
         out.append(Measurement(m.domain, target.reshape(m.values.shape), m.n, {"prior": PRIOR}, variance=var,
                                provenance={"prior": PRIOR, "shrinkage": var / (var + sigma2), "target": towards,
-                                           "variance": "prior variance pooled over the one-way tables"}))
+                                           "variance": "prior variance pooled over the one-way tables" + (
+                                               "" if towards == "uniform" else " of the group")}))
     return out
