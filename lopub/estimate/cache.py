@@ -119,3 +119,7 @@ class AttributeCache:
     def bit_shares(self, attr: str) -> np.ndarray:
         """Debiased bit shares of ``attr`` for the Lasso, (m_j,)."""
         return self.get("bits", attr, lambda: _lasso.debiased_bit_shares(self.reports, attr))
+
+    def bit_share_cov(self, attr: str) -> np.ndarray:
+        """Covariance of the debiased bit shares of ``attr``, (m_j, m_j)."""
+        return self.get("bitcov", attr, lambda: _lasso.debiased_bit_cov(self.reports, attr))

@@ -46,6 +46,44 @@ def debiased_bit_shares(reports: Reports, attr: str, *, chunk_size: int = 65536)
     return (total / reports.n - f / 2.0) / (1.0 - f)
 
 
+def debiased_bit_cov(reports: Reports, attr: str, *, chunk_size: int = 65536) -> np.ndarray:
+    """Covariance of :func:`debiased_bit_shares` over the users, (m_j, m_j).
+
+    The reports are independent across users, so the covariance of the mean
+    bit vector is the users' sample covariance over ``n``, scaled by the
+    debiasing ``1 / (1 - f)^2``; streamed in chunks of users.
+    """
+    f, n = reports.spec.f, reports.n
+    m = reports.spec.m[reports.spec.domain.index(attr)]
+    total, outer = np.zeros(m), np.zeros((m, m))
+    for start in range(0, n, chunk_size):  # chunks of users
+        s = reports.attribute_bits(attr, start, start + chunk_size).astype(np.float64)
+        total += s.sum(axis=0)
+        outer += s.T @ s
+    mean = total / n
+    cov = (outer - n * np.outer(mean, mean)) / max(n - 1, 1)
+    return cov / (n * (1.0 - f) ** 2)
+
+
+def normalized_variance(blooms: list[np.ndarray], cov: np.ndarray, table: np.ndarray,
+                        raw_mass: float) -> np.ndarray:
+    """Per-cell delta-method variance of the normalized least-squares coefficients.
+
+    With a vanishing penalty and no active positivity constraint the
+    coefficients are ``c = X^+ y`` (``X`` the candidate matrix), so
+    ``Cov(c) = X^+ Cov(y) X^+^T``; the table is ``c / 1^T c``, whose Jacobian is
+    ``(I - p 1^T) / 1^T c``.  The normalization removes the noise along the
+    total, so this is smaller than the unnormalized (or centred-design
+    moment) variance in some cells.
+    """
+    X = candidate_matrix(blooms)
+    A = np.linalg.pinv(X)
+    C = A @ cov @ A.T
+    p = table.ravel()
+    J = (np.eye(p.size) - np.outer(p, np.ones(p.size))) / (raw_mass if raw_mass > 0 else 1.0)
+    return np.clip(np.einsum("ij,jk,ik->i", J, C, J), 0.0, None).reshape(table.shape)
+
+
 def candidate_matrix(blooms: list[np.ndarray]) -> np.ndarray:
     """Concatenated Bloom filters of every joint cell: (sum_j m_j, prod_j |O_j|).
 
