@@ -80,7 +80,12 @@
     (with a 30 % screen 0.0060 and 0.0054).  That gap is larger than 10 %
     fewer users explains: on bn-asia at epsilon 16 Bloom from a random 90 %
     of the records measured 0.0053-0.0072 against 0.0037-0.0063 from the
-    first 90 % (seeds 0-3), not yet understood.
+    first 90 % (seeds 0-3).  That gap is seed noise: one Bloom release's mean
+    2-way TVD there varies by about 25 % between seeds (the same random 90 %
+    of the rows, sorted or in random order, 10 seeds each: 0.0051 +- 0.0004
+    and 0.0045 +- 0.0002 standard error, 0.0037-0.0078 per run; the row
+    order plays no part in the estimate), so four seeds cannot separate
+    them.
 
 Plan-time checks (:mod:`lopub.collect.groups`): a sampling option is only
 offered when ``n`` users give every group its documented minimum (users are
