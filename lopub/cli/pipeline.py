@@ -249,7 +249,7 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--prune", action="store_true", help="entropy-based pruning of the pairs (Alg. 5)")
     f.add_argument("--no-shrink", dest="shrink", action="store_false",
                    help="release pgm: fit the measurements alone, without the empirical-Bayes priors that pull "
-                        "one-way tables lost in their noise towards uniform or their shared shape (lopub.model.pgm.shrink)")
+                        "one-way tables lost in their noise towards uniform, their shared shape or, in a mixed group, the shape of the tables like them (lopub.model.pgm.shrink)")
     f.add_argument("--model-phi", type=float, help="build the junction tree / release on the MI graph at this phi instead (default: --phi); the reported graph stays at --phi")
     f.add_argument("--clique-budget", type=int, default=None,
                    help=f"largest clique joint in cells (default: {DEFAULT_CLIQUE_BUDGET:,} with --release "
