@@ -81,10 +81,14 @@ def naive_note(rows: list[dict]) -> str:
     ratio = {c: np.mean([t for t, _ in v]) / np.mean([n for _, n in v]) for c, v in cells.items()}
     worse = sorted((c for c, x in ratio.items() if x > 1), key=lambda c: -ratio[c])
     listed = ", ".join(f"{d} at epsilon {e:g} {ratio[(d, e)]:.2f}x" for d, e in worse) or "none"
+    diff = {c: tables.mean_se([t - n for t, n in v]) for c, v in cells.items()}
+    beyond = [c for c in worse if diff[c][0] > 2 * diff[c][1]]
+    named = ", ".join(f"{d} at epsilon {e:g}" for d, e in beyond) or "none"
     return (f"Model against the naive per-set tables of the same reports (each pair from the measured sets "
             f"holding it, else the product of its one-way tables) over {len(ratio)} cells: geometric mean "
             f"ratio {np.exp(np.mean(np.log(list(ratio.values())))):.2f}, model worse in {len(worse)} "
-            f"({listed}).")
+            f"({listed}); worse beyond 2 standard errors of the paired difference over the seeds in "
+            f"{len(beyond)} ({named}).")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -186,3 +186,16 @@ def test_suite_configuration_and_table_command(tmp_path):
     text = doc.read_text()
     assert "<!-- suite:begin -->" in text and "`python -m pipelines.suite X`" in text
     assert "| **all** | **1** | **0** | **0** | **0** |" in text  # 0.1 below 0.2 on both seeds: a win
+
+
+def test_naive_note_counts_cells_worse_beyond_two_standard_errors():
+    from pipelines import suite
+
+    def row(ds, seed, tvd, naive):
+        return _r(ds, 1.0, seed, "planned", tvd, "lopub") | {"extra": f'{{"naive": {naive}}}'}
+    rows = [row("steady", s, 0.101 + 0.001 * s, 0.100 + 0.001 * s) for s in range(3)]  # always 0.001 above
+    rows += [row("noisy", s, t, 0.100) for s, t in enumerate([0.09, 0.12, 0.10])]  # mean above, within noise
+    rows += [row("better", s, 0.05, 0.100) for s in range(3)]
+    note = suite.naive_note(rows)
+    assert "over 3 cells" in note and "model worse in 2" in note
+    assert "paired difference over the seeds in 1 (steady at epsilon 1)" in note
