@@ -3,7 +3,6 @@ import re
 import runpy
 from pathlib import Path
 
-import pytest
 
 from lopub.datasets import embedded
 

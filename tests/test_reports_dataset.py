@@ -200,7 +200,7 @@ def test_merge_datasets(reports, spec, tmp_path):
 
 
 def test_corrupted_truncated_or_missing_parts_are_named(reports, tmp_path):
-    ds = _dataset(tmp_path, reports, cuts=(2000,))
+    _dataset(tmp_path, reports, cuts=(2000,))
     part = tmp_path / "ds" / "part-00001.parquet"
     data = bytearray(part.read_bytes())
     data[100] ^= 0xFF  # same size, other bytes

@@ -1,6 +1,5 @@
 """Items 5, 6, 8, 9 and 10 of issue 15: bad input is a clear one-line error, never exit 0."""
 import errno
-from pathlib import Path
 
 import numpy as np
 import pytest

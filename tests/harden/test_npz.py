@@ -1,9 +1,7 @@
 """Items 3, 4 and 11 of issue 15 for the oracle reports ``.npz``: damage and
 inconsistent contents are clear errors naming the file; the file gets the umask mode."""
-import io
 import json
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np

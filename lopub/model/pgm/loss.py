@@ -33,6 +33,7 @@ import numpy as np
 from lopub.data.domain import Domain
 from lopub.model.pgm.inference import sum_to
 from lopub.estimate.measurement import Measurement, MeasurementError, check_measurements
+from lopub.estimate.postprocess import project_simplex
 
 SIGMA2_FLOOR = 1e-12
 
@@ -91,27 +92,11 @@ def place(measurements: Sequence[Measurement], domain: Domain,
         if sigma2 <= SIGMA2_FLOOR:
             if y.size == 1:
                 continue
-            y, weight = simplex(y), 0.0
+            y, weight = project_simplex(y), 0.0
         else:
             weight = 1.0 / sigma2
         terms.append(Term(i, j, tuple(k for k, a in enumerate(clique) if a not in m.attrs), y, weight))
     return terms
-
-
-def simplex(y: np.ndarray) -> np.ndarray:
-    """Euclidean projection of a table onto the probability simplex (same shape).
-
-    References
-    ----------
-    Duchi, Shalev-Shwartz, Singer, Chandra, "Efficient projections onto the
-    l1-ball for learning in high dimensions", ICML 2008, Fig. 1.
-    """
-    v = np.asarray(y, dtype=float).reshape(-1)
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    k = np.arange(1, v.size + 1)
-    rho = int(np.nonzero(u - css / k > 0)[0][-1])
-    return np.maximum(v - css[rho] / (rho + 1), 0.0).reshape(np.shape(y))
 
 
 def chi2_statistic(mu: list[np.ndarray], terms: Sequence[Term]) -> float:
