@@ -83,6 +83,15 @@ SURE rule alone, against uniform: retail top-100 at epsilon 0.5 0.0622 ->
 unchanged; worst digits at epsilon 0.5 0.272 -> 0.287 (+6 %), stress (2,000
 records) at epsilon 1 +2 %.
 
+Measured and not kept: dropping an attribute's prior where Stein's estimate of the risk of its
+*released* table (the simplex projection of the posterior mean, whose divergence is
+``lambda (1 - 1/|S|) sum_S v`` on the support ``S``) is lower without it.  Per table the estimate is
+too noisy to choose on (wine at epsilon 0.5 0.208 -> 0.628, retail top-100 at epsilon 1 0.0129 ->
+0.0276, though Adult as shipped at epsilon 0.5 gained 6 %); only beyond 2 bootstrap standard
+deviations it was no better on balance (56 cells of 14 datasets: retail top-100 at epsilon 0.5
+-15 %, breast cancer at epsilon 1 +11 %, diabetes at epsilon 0.5 +7 %; docs/BENCHMARKS.md
+"Mixed groups, a Lasso variance, seeds against losses").
+
 The priors are not measurements: the fit leaves them out of its
 goodness-of-fit statistic (``chi2``/``dof``) and out of its reports.
 """
