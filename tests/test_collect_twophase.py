@@ -297,15 +297,33 @@ def test_two_phase_screens_a_sample_above_the_pair_cap_and_only_what_its_users_f
     assert list(tp.screen.subsets) == screen_pairs(dom, MAX_SCREEN_PAIRS)
     assert not shortfall(dom, tp.n_screen, 8.0, tp.screen.subsets)
     need = max(needs(dom, 8.0, tp.screen.subsets))
-    with pytest.raises(PlanError, match=rf"the screen needs >= {MAX_SCREEN_PAIRS * need} users"):
-        TwoPhasePlan.build(dom, int((MAX_SCREEN_PAIRS * need - 1) / DEFAULT_SCREEN_SHARE), 8.0)
+    # too few users for 435 pairs: a smaller public sample that they fill, down to one matching
+    fewer = TwoPhasePlan.build(dom, int((MAX_SCREEN_PAIRS * need - 1) / DEFAULT_SCREEN_SHARE), 8.0)
+    assert 20 <= len(fewer.screen.subsets) < MAX_SCREEN_PAIRS
+    assert list(fewer.screen.subsets) == screen_pairs(dom, len(fewer.screen.subsets))
+    assert not shortfall(dom, fewer.n_screen, 8.0, fewer.screen.subsets)
+    assert {a for p in fewer.screen.subsets for a in p} == set(dom.attrs)
+    with pytest.raises(PlanError, match=rf"the screen needs >= {20 * need} users \(20 pairs"):
+        TwoPhasePlan.build(dom, int((20 * need - 1) / DEFAULT_SCREEN_SHARE), 8.0)
     small = domain([3] * 12)  # 66 pairs: all of them
     assert len(TwoPhasePlan.build(small, 200_000, 4.0).screen.subsets) == 66
-    # the planner does not use a sampled screen (it cost more than it told: twophase module docstring);
-    # every pair of a single-phase plan is measured, and the predictions come from those tables
+    with pytest.raises(PlanError, match="the screen needs"):  # all pairs or none below 30 attributes
+        TwoPhasePlan.build(small, int((66 * max(needs(small, 4.0, TwoPhasePlan.build(
+            small, 200_000, 4.0).screen.subsets)) - 1) / DEFAULT_SCREEN_SHARE), 4.0)
+    # above epsilon 4 the planner uses no sampled screen (it cost more than it told: twophase module
+    # docstring); every pair of a single-phase plan is measured, and the predictions come from those tables
     report = plan(dom, 200_000, 8.0)
     assert report.two_phase is None and report.recommended == "marginals"
     assert plan(small, 200_000, 4.0).two_phase is not None
+    # at epsilon <= 4 a wide domain whose uniform rule cuts the pairs by size gets a screen sized to
+    # its users; a triple cover does not
+    mixed = domain([2] * 13 + [3] * 14 + [4] * 10)  # 666 pairs
+    cut = plan(mixed, 50_000, 2.0)
+    assert cut.option("marginals").params["uniform_rule"].startswith("pairs<=")
+    assert cut.two_phase is not None and len(cut.two_phase.screen.subsets) < MAX_SCREEN_PAIRS
+    assert not shortfall(mixed, cut.two_phase.n_screen, 2.0, cut.two_phase.screen.subsets)
+    triples = plan(mixed, 50_000, 4.0)
+    assert triples.option("marginals").params["strategy"] == "triples" and triples.two_phase is None
 
 
 def test_predictions_on_a_sample_of_pairs_are_the_full_predictions_restricted():

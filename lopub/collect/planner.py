@@ -97,16 +97,26 @@ minimum and any one-way table expected to be mostly noise.  Fewer than
 both sampling families; an attribute no Bloom filter size can separate
 within the planner's bounds refuses Bloom (``refused`` names the reason;
 :meth:`PlanReport.option` raises it).  The planner uses a two-phase plan
-only where the screen measures all pairs (at most
+where the screen measures all pairs (at most
 :data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS`, 30 attributes) and its
-users fill them.  A sampled screen above that
-(:func:`~lopub.collect.twophase.screen_pairs`, ``strategy="two-phase"``)
-made the predictions follow the data (median relative error 6.1 -> 0.23 on
-retail top-100 items, bn-hepar2 and bn-water at epsilon 4 / 8 / 16) but cost
-7-35 % of release error at epsilon 8 and 16 on the same shapes and bn-alarm
-(its 30 % of users measure 435 pairs with few users each, where the uniform
-rule's triples were right); such plans are instead predicted after the
-collection from their own tables (:meth:`PlanReport.after_collection`).
+users fill them.  Above 30 attributes the screen is a public sample of pairs
+(:func:`~lopub.collect.twophase.screen_pairs`), as many as its users fill
+(:meth:`~lopub.collect.twophase.TwoPhasePlan.build`), and the planner uses it
+only at epsilon <= :data:`SAMPLED_SCREEN_MAX_EPSILON` (4) where the uniform rule
+cuts the pairs by size (``pairs<=L``, the smallest pairs included): which
+pairs pay off is then exactly what the rule cannot know and the screen
+measures.  Measured (3 seeds, 50,000 records, against the single-phase cut):
+bn-alarm at epsilon 2 0.0684 -> 0.0567 mean 2-way TVD (107 screened pairs),
+bn-hailfinder at epsilon 4 0.0615 -> 0.0539 (69), bn-water at epsilon 4
+0.0273 -> 0.0219 (435).  Where the rule picks a triple cover, sampled
+screens lost: digits at epsilon 2 / 4 0.095 / 0.060 -> 0.105 / 0.067 (1,797
+records: 9 and 4 users per screened pair), retail top-100 at epsilon 4
+0.0067 -> 0.0073, bn-alarm at epsilon 4 unchanged (0.0319 -> 0.0320); and above
+epsilon 4 they cost 7-35 % of release error (session 30: retail top-100 items,
+bn-hepar2, bn-water and bn-alarm at epsilon 8 and 16, where the uniform
+rule's triples were right).  Single-phase plans that measure every pair are
+predicted after the collection from their own tables
+(:meth:`PlanReport.after_collection`).
 
 Cost: at uniform tables (no ``prior``) every pair's prediction depends only
 on its shape and variances and is evaluated once per distinct signature, so
@@ -385,6 +395,11 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
                       tuple(notes), refused)
 
 
+#: Above this per-record epsilon a wide domain (more pairs than a screen measures) gets no screen
+#: (module docstring): there its users cost more than the screen's tables win.
+SAMPLED_SCREEN_MAX_EPSILON = 4.0
+
+
 def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None, *,
                share: float = DEFAULT_SCREEN_SHARE) -> Any:
     """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
@@ -392,11 +407,12 @@ def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | Non
 
     rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
     d = len(domain)
-    if d < 3 or d * (d - 1) // 2 > MAX_SCREEN_PAIRS or not (rule in ("pairs", "triples")
-                                                          or rule.startswith("pairs<=")):
+    wide = d * (d - 1) // 2 > MAX_SCREEN_PAIRS
+    if d < 3 or (wide and (epsilon > SAMPLED_SCREEN_MAX_EPSILON or not rule.startswith("pairs<="))) or not (
+            rule in ("pairs", "triples") or rule.startswith("pairs<=")):
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
-    if rule.startswith("pairs<=") and int(rule[len("pairs<="):]) <= smallest:
+    if rule.startswith("pairs<=") and int(rule[len("pairs<="):]) <= smallest and not wide:
         return None
     try:
         return TwoPhasePlan.build(domain, n, epsilon, screen_share=share, key=key)

@@ -82,10 +82,13 @@ DEFAULT_SCREEN_SHARE = 0.3
 #: Number of cut points of the dependence ranking tried as main plans.
 RANKED_CUTS = 12
 #: Most pairs a screen measures (all pairs of 30 attributes); above, it
-#: measures a public random sample of that many pairs (:func:`screen_pairs`).
+#: measures a public random sample of at most that many pairs (:func:`screen_pairs`), as many as its users fill.
 MAX_SCREEN_PAIRS = 435
 #: Seed of the public sample of screened pairs (the plan must be reproducible by anyone).
 SCREEN_SEED = 24
+#: A sampled screen its users cannot fill is cut by this factor until they can (at least one
+#: matching of the attributes); :meth:`TwoPhasePlan.build`.
+SCREEN_SHRINK = 0.9
 
 
 def screen_pairs(domain: Domain, count: int) -> list[tuple[str, str]]:
@@ -195,13 +198,30 @@ class TwoPhasePlan:
     @classmethod
     def build(cls, domain: Domain, n: int, epsilon: float, *,
               screen_share: float = DEFAULT_SCREEN_SHARE, key: str | None = None) -> "TwoPhasePlan":
+        """The screen of ``screen_share`` of the ``n`` users: all pairs up to :data:`MAX_SCREEN_PAIRS`;
+        above, a public sample of that many, cut by :data:`SCREEN_SHRINK` until the screen's users fill
+        every pair's minimum group, down to one matching of the attributes (every attribute screened).
+
+        Raises
+        ------
+        PlanError
+            The screen cannot fill its pairs (all of them up to 30 attributes, one matching above) or
+            the main phase gets fewer than the minimum per attribute.
+        """
         domain, n, epsilon = _check_args(domain, n, epsilon)
         screen_share = check_open_unit("screen_share", screen_share)
         if len(domain) < 2:
             raise PlanError("a two-phase plan needs at least 2 attributes")
         n_screen = int(round(n * screen_share))
+        d = len(domain)
         pairs = screen_pairs(domain, MAX_SCREEN_PAIRS)
         need = max(needs(domain, epsilon, pairs))
+        if d * (d - 1) // 2 > MAX_SCREEN_PAIRS:  # a sampled screen: as many pairs as its users fill
+            count = len(pairs)
+            while n_screen < count * need and count > (d + 1) // 2:  # down to one matching: every attribute
+                count = max(int(count * SCREEN_SHRINK), (d + 1) // 2)
+                pairs = screen_pairs(domain, count)
+                need = max(needs(domain, epsilon, pairs))
         if n_screen < len(pairs) * need or n - n_screen < len(domain) * MIN_GROUP_FLOOR:
             raise PlanError(f"n ({n}) is too small for a two-phase plan: the screen needs >= "
                             f"{len(pairs) * need} users ({len(pairs)} pairs, >= {need} users each at "
