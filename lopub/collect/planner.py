@@ -360,7 +360,9 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
         if two is not None:
             params.update(strategy="two-phase", uniform_rule=name, n_screen=two.n_screen,
                           screen_share=DEFAULT_SCREEN_SHARE)
-            text = (f"marginal sampling, two-phase ({two.n_screen} users screen all pairs, the rest "
+            screened = len(two.screen.subsets)
+            which = "all pairs" if screened == d * (d - 1) // 2 else f"a public sample of {screened} pairs"
+            text = (f"marginal sampling, two-phase ({two.n_screen} users screen {which}, the rest "
                     f"measure the plan chosen from the screen; uniform rule: {name})")
             notes.append("marginals: screen " + describe_groups(domain, two.n_screen, epsilon,
                                                                   mplan.subsets))
