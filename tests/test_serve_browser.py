@@ -49,12 +49,12 @@ def test_page_randomizes_on_device_and_stores_one_report(tmp_path, kind):
         page.on("console", lambda m: console.append(m.text))
         page.goto(f"{base}/c/health")
         page.wait_for_selector("#send:not([disabled])")
-        assert page.text_content("#count") == "0"
+        expect = sync_api.expect  # locator assertions: the page's CSP forbids evaluated strings
+        expect(page.locator("#count")).to_have_text("0", timeout=30_000)  # fetched after the page is ready
         assert "epsilon = 1" in page.text_content("#privacy")
         for attr, label in ANSWERS.items():
             page.check(f"input[name='{attr}'][value='{label}']")
         page.click("#send")
-        expect = sync_api.expect  # locator assertions: the page's CSP forbids evaluated strings
         expect(page.locator("#status")).not_to_be_empty(timeout=60_000)  # slow when the machine is busy
         status = page.text_content("#status")
         if status.startswith("Thank you"):

@@ -32,8 +32,8 @@ async function main() {
   const box = $('questions');
   box.textContent = '';
   for (const [attr, labels] of Object.entries(desc.questions)) box.append(question(attr, labels));
-  $('send').disabled = false;
-  await refreshCount();
+  // the handler first, then the button: a submit without it would be the browser's own, a GET
+  // carrying the true answers in its URL
   $('survey').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     $('send').disabled = true;
@@ -53,5 +53,7 @@ async function main() {
       $('send').disabled = false;
     }
   });
+  $('send').disabled = false;
+  await refreshCount();
 }
 main();
