@@ -409,12 +409,14 @@ def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | Non
 
     rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
     d = len(domain)
-    wide = d * (d - 1) // 2 > MAX_SCREEN_PAIRS
-    if d < 3 or (wide and (epsilon > SAMPLED_SCREEN_MAX_EPSILON or not rule.startswith("pairs<="))) or not (
-            rule in ("pairs", "triples") or rule.startswith("pairs<=")):
+    cut = rule.startswith("pairs<=")  # pairs up to L cells
+    if d < 3 or not (cut or rule in ("pairs", "triples")):
+        return None
+    wide = d * (d - 1) // 2 > MAX_SCREEN_PAIRS  # a sampled screen: only for a cut, at epsilon <= 4
+    if wide and (epsilon > SAMPLED_SCREEN_MAX_EPSILON or not cut):
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
-    if rule.startswith("pairs<=") and int(rule[len("pairs<="):]) <= smallest and not wide:
+    if cut and int(rule[len("pairs<="):]) <= smallest and not wide:
         return None
     try:
         return TwoPhasePlan.build(domain, n, epsilon, screen_share=share, key=key)
