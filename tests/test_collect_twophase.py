@@ -310,13 +310,15 @@ def test_two_phase_screens_a_sample_above_the_pair_cap_and_only_what_its_users_f
     with pytest.raises(PlanError, match="the screen needs"):  # all pairs or none below 30 attributes
         TwoPhasePlan.build(small, int((66 * max(needs(small, 4.0, TwoPhasePlan.build(
             small, 200_000, 4.0).screen.subsets)) - 1) / DEFAULT_SCREEN_SHARE), 4.0)
-    # above epsilon 4 the planner uses no sampled screen (it cost more than it told: twophase module
-    # docstring); every pair of a single-phase plan is measured, and the predictions come from those tables
+    # a wide domain whose uniform rule is a triple cover gets no sampled screen (it cost more than it
+    # told: planner module docstring); every pair of a single-phase plan is measured, and the
+    # predictions come from those tables
     report = plan(dom, 200_000, 8.0)
+    assert report.option("marginals").params["strategy"] == "triples"
     assert report.two_phase is None and report.recommended == "marginals"
     assert plan(small, 200_000, 4.0).two_phase is not None
-    # at epsilon <= 4 a wide domain whose uniform rule cuts the pairs by size gets a screen sized to
-    # its users; a triple cover does not
+    # a wide domain whose uniform rule cuts the pairs by size gets a screen sized to its users, at
+    # any epsilon; a triple cover does not
     mixed = domain([2] * 13 + [3] * 14 + [4] * 10)  # 666 pairs
     cut = plan(mixed, 50_000, 2.0)
     assert cut.option("marginals").params["uniform_rule"].startswith("pairs<=")
@@ -324,6 +326,12 @@ def test_two_phase_screens_a_sample_above_the_pair_cap_and_only_what_its_users_f
     assert not shortfall(mixed, cut.two_phase.n_screen, 2.0, cut.two_phase.screen.subsets)
     triples = plan(mixed, 50_000, 4.0)
     assert triples.option("marginals").params["strategy"] == "triples" and triples.two_phase is None
+    hail = domain([2] * 2 + [3] * 25 + [4] * 20 + [5] * 2 + [6] * 3 + [7] * 2 + [11] * 2)  # bn-hailfinder's sizes
+    for eps in (8.0, 16.0):  # before session 33 no screen above epsilon 4: worse at 8 than at 4
+        cut = plan(hail, 50_000, eps)
+        assert cut.option("marginals").params["uniform_rule"].startswith("pairs<=")
+        assert cut.two_phase is not None and len(cut.two_phase.screen.subsets) < MAX_SCREEN_PAIRS
+        assert not shortfall(hail, cut.two_phase.n_screen, eps, cut.two_phase.screen.subsets)
 
 
 def test_predictions_on_a_sample_of_pairs_are_the_full_predictions_restricted():

@@ -102,19 +102,21 @@ where the screen measures all pairs (at most
 users fill them.  Above 30 attributes the screen is a public sample of pairs
 (:func:`~lopub.collect.twophase.screen_pairs`), as many as its users fill
 (:meth:`~lopub.collect.twophase.TwoPhasePlan.build`), and the planner uses it
-only at epsilon <= :data:`SAMPLED_SCREEN_MAX_EPSILON` (4) where the uniform rule
-cuts the pairs by size (``pairs<=L``, the smallest pairs included): which
-pairs pay off is then exactly what the rule cannot know and the screen
-measures.  Measured (3 seeds, 50,000 records, against the single-phase cut):
-bn-alarm at epsilon 2 0.0684 -> 0.0567 mean 2-way TVD (107 screened pairs),
-bn-hailfinder at epsilon 4 0.0615 -> 0.0539 (69), bn-water at epsilon 4
-0.0273 -> 0.0219 (435).  Where the rule picks a triple cover, sampled
-screens lost: digits at epsilon 2 / 4 0.095 / 0.060 -> 0.105 / 0.067 (1,797
-records: 9 and 4 users per screened pair), retail top-100 at epsilon 4
-0.0067 -> 0.0073, bn-alarm at epsilon 4 unchanged (0.0319 -> 0.0320); and above
-epsilon 4 they cost 7-35 % of release error (session 30: retail top-100 items,
-bn-hepar2, bn-water and bn-alarm at epsilon 8 and 16, where the uniform
-rule's triples were right).  Single-phase plans that measure every pair are
+where the uniform rule cuts the pairs by size (``pairs<=L``, the smallest
+pairs included): which pairs pay off is then exactly what the rule cannot
+know and the screen measures.  Measured (3 seeds, 50,000 records, against the
+single-phase cut): bn-alarm at epsilon 2 0.0684 -> 0.0567 mean 2-way TVD (107
+screened pairs), bn-hailfinder at epsilon 4 / 8 / 16 0.0615 / 0.0570 / 0.0568
+-> 0.0539 / 0.0445 / 0.0438 (69 / 283 / 283), bn-water at epsilon 4 0.0273 ->
+0.0219 (435), bn-barley at epsilon 16 0.0813 -> 0.0701.  Where the rule picks a
+triple cover, sampled screens lost: digits at epsilon 2 / 4 0.095 / 0.060 ->
+0.105 / 0.067 (1,797 records: 9 and 4 users per screened pair), retail top-100
+at epsilon 4 0.0067 -> 0.0073, bn-alarm at epsilon 4 unchanged (0.0319 ->
+0.0320); and at epsilon 8 and 16 they cost 7-35 % of release error (session 30:
+retail top-100 items, bn-hepar2, bn-water and bn-alarm, where the uniform
+rule's triples were right).  Until session 33 the cut got its screen only at
+epsilon <= 4 too, which made bn-hailfinder's release worse at epsilon 8 than at
+4 (0.0570 against 0.0539).  Single-phase plans that measure every pair are
 predicted after the collection from their own tables
 (:meth:`PlanReport.after_collection`).
 
@@ -397,11 +399,6 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
                       tuple(notes), refused)
 
 
-#: Above this per-record epsilon a wide domain (more pairs than a screen measures) gets no screen
-#: (module docstring): there its users cost more than the screen's tables win.
-SAMPLED_SCREEN_MAX_EPSILON = 4.0
-
-
 def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None, *,
                share: float = DEFAULT_SCREEN_SHARE) -> Any:
     """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
@@ -412,8 +409,8 @@ def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | Non
     cut = rule.startswith("pairs<=")  # pairs up to L cells
     if d < 3 or not (cut or rule in ("pairs", "triples")):
         return None
-    wide = d * (d - 1) // 2 > MAX_SCREEN_PAIRS  # a sampled screen: only for a cut, at epsilon <= 4
-    if wide and (epsilon > SAMPLED_SCREEN_MAX_EPSILON or not cut):
+    wide = d * (d - 1) // 2 > MAX_SCREEN_PAIRS  # a sampled screen: only for a cut
+    if wide and not cut:
         return None
     smallest = min(domain.cells(p) for p in itertools.combinations(domain.attrs, 2))
     if cut and int(rule[len("pairs<="):]) <= smallest and not wide:
