@@ -50,7 +50,31 @@ def report(rows: list[dict], command: str) -> str:
          "`*`: some seeds failed; verdict of lopub's planned release against the best baseline "
          "(paired over seeds: win / loss beyond 2 standard errors, else tie)."),
         tables.tally_markdown(rows, "planned", BASELINES),
-        tables.markdown(rows, shown, "planned", BASELINES), prediction_note(rows), naive_note(rows)])
+        tables.markdown(rows, shown, "planned", BASELINES), prediction_note(rows), naive_note(rows),
+        budget_note(rows)])
+
+
+def budget_note(rows: list[dict]) -> str:
+    """Issue 24 item 3, more budget never hurts: each epsilon's planned release against the best of the
+    smaller epsilons of its dataset (mean over seeds; unpaired, the collections are independent)."""
+    runs: dict = {}
+    for r in rows:
+        if r["method"] == "planned" and r["status"] == "ok":
+            runs.setdefault(r["dataset"], {}).setdefault(float(r["epsilon"]), []).append(float(r["tvd"]))
+    worse, beyond, steps = [], [], 0
+    for ds, by_eps in runs.items():
+        stats = {e: tables.mean_se(v) for e, v in sorted(by_eps.items())}
+        for i, e in enumerate(list(stats)[1:], start=1):
+            ref = min(list(stats)[:i], key=lambda x: stats[x][0])
+            (m, se), (m0, se0) = stats[e], stats[ref]
+            steps += 1
+            if m > m0:
+                worse.append(f"{ds} at epsilon {e:g} {m:.4f} against {m0:.4f} at {ref:g}")
+                if m - m0 > 2 * np.hypot(np.nan_to_num(se), np.nan_to_num(se0)):
+                    beyond.append(worse[-1])
+    return (f"More budget (each epsilon's planned release against the best smaller epsilon of its dataset, "
+            f"{steps} steps): worse in {len(worse)}, beyond 2 standard errors in {len(beyond)}"
+            + (f" ({'; '.join(beyond)})" if beyond else "") + ".")
 
 
 def prediction_note(rows: list[dict]) -> str:

@@ -199,3 +199,16 @@ def test_naive_note_counts_cells_worse_beyond_two_standard_errors():
     note = suite.naive_note(rows)
     assert "over 3 cells" in note and "model worse in 2" in note
     assert "paired difference over the seeds in 1 (steady at epsilon 1)" in note
+
+
+def test_budget_note_flags_a_larger_epsilon_worse_beyond_two_standard_errors():
+    from pipelines import suite
+
+    rows = [_r("steady", e, s, "planned", t + 0.001 * s, "lopub")
+            for e, t in ((1.0, 0.10), (2.0, 0.05), (4.0, 0.08)) for s in range(3)]  # 4 worse than 2
+    rows += [_r("noisy", e, s, "planned", t, "lopub")
+             for e, ts in ((1.0, (0.10, 0.12, 0.08)), (2.0, (0.11, 0.09, 0.13))) for s, t in enumerate(ts)]
+    note = suite.budget_note(rows)
+    assert "3 steps" in note and "worse in 2" in note
+    assert "beyond 2 standard errors in 1 (steady at epsilon 4 0.0810 against 0.0510 at 2)" in note
+

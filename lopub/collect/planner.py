@@ -108,7 +108,7 @@ know and the screen measures.  Measured (3 seeds, 50,000 records, against the
 single-phase cut): bn-alarm at epsilon 2 0.0684 -> 0.0567 mean 2-way TVD (107
 screened pairs), bn-hailfinder at epsilon 4 / 8 / 16 0.0615 / 0.0570 / 0.0568
 -> 0.0539 / 0.0445 / 0.0438 (69 / 283 / 283), bn-water at epsilon 4 0.0273 ->
-0.0219 (435), bn-barley at epsilon 16 0.0813 -> 0.0701.  Where the rule picks a
+0.0219 (435), bn-barley at epsilon 16 0.0813 -> 0.0701 (35).  Where the rule picks a
 triple cover, sampled screens lost: digits at epsilon 2 / 4 0.095 / 0.060 ->
 0.105 / 0.067 (1,797 records: 9 and 4 users per screened pair), retail top-100
 at epsilon 4 0.0067 -> 0.0073, bn-alarm at epsilon 4 unchanged (0.0319 ->

@@ -98,6 +98,15 @@ against 0.0835; the tables' squared error 2.59 against 2.16), 2-5 % worse than t
 Keeping the mixture only where its left-one-out Stein risk is below the single target's mended that
 cell but lost retail top-100 at epsilon 2 (0.0126 -> 0.0169), so it is not kept either.
 
+Also measured and not kept (session 33, same reports, seed 0): the pooled ``tau^2`` chosen by
+minimizing Stein's risk estimate (Xie, Kou and Brown 2012) instead of by moments (bn-mildew at
+epsilon 8 0.0991 -> 0.0989, but diabetes at epsilon 0.5 0.208 -> 0.235: with 10-30 tables the
+minimizer follows the estimate's noise); and, for groups of >= 20 binary tables, a smooth prior
+density fitted to the tables (Efron's g-modelling, a log-spline on a grid, each table's term weighted
+by Tweedie's slope): bn-andes at epsilon 1 0.0909 -> 0.0793 and retail's top 20 items at epsilon 1
+-22 %, but retail's top 100 at epsilon 1 / 2 +25 / +37 %, where the mixture's tight shared shape
+wins, and Stein's risk estimates could not tell the two apart.
+
 The priors are not measurements: the fit leaves them out of its
 goodness-of-fit statistic (``chi2``/``dof``) and out of its reports.
 """
