@@ -70,7 +70,7 @@ def budget_note(rows: list[dict]) -> str:
             steps += 1
             if m > m0:
                 worse.append(f"{ds} at epsilon {e:g} {m:.4f} against {m0:.4f} at {ref:g}")
-                if m - m0 > 2 * np.hypot(np.nan_to_num(se), np.nan_to_num(se0)):
+                if np.isfinite(se) and np.isfinite(se0) and m - m0 > 2 * np.hypot(se, se0):  # one seed: no SE
                     beyond.append(worse[-1])
     return (f"More budget (each epsilon's planned release against the best smaller epsilon of its dataset, "
             f"{steps} steps): worse in {len(worse)}, beyond 2 standard errors in {len(beyond)}"

@@ -211,4 +211,6 @@ def test_budget_note_flags_a_larger_epsilon_worse_beyond_two_standard_errors():
     note = suite.budget_note(rows)
     assert "3 steps" in note and "worse in 2" in note
     assert "beyond 2 standard errors in 1 (steady at epsilon 4 0.0810 against 0.0510 at 2)" in note
+    one_seed = [r for r in rows if r["seed"] == 0]  # no standard error: worse, but not beyond noise
+    assert "worse in 2, beyond 2 standard errors in 0." in suite.budget_note(one_seed)
 
