@@ -19,6 +19,14 @@ TVD with a mean bias of -0.0059 in P(item), against 0.0019 from the same reports
 weighted by group size; and a small group's plug-in put 0 variance on its empty
 cells, which made a table of 6 users look nearly exact.
 
+Where few users hold an attribute the pooled one-way table itself has empty cells (a one-way plan:
+it is the group's own table), and a variance read there is ~0 again: 300 records, 60 three-category
+columns, one attribute per user at epsilon 8 (5 users per table) gave the empty cells variance 7e-5
+where the true share was about 0.07, and the truth's chi-square against the plain tables was 20,212 on
+180 cells.  The reference is therefore each pooled one-way table smoothed as the posterior mean under
+Jeffreys' Dirichlet(1/2) prior, ``(n p + 1/2) / (n + K/2)`` with ``n`` the users holding the attribute:
+no cell below ``1 / (2 n + K)``, and no change that matters above a few hundred users.
+
 Per cell the variance is therefore the one under independence: for a dependent
 pair's cells off by up to 1.6x either way (tests/test_collect_twophase.py),
 while the total over the cells, which pooling and the fit weigh by, is right.
@@ -128,7 +136,8 @@ def group_measurements(reports: MarginalReports, postprocess: str = "norm-sub") 
     # the one-way tables pooled with weights that depend on the groups' sizes and oracles only
     flat = [_at_reference(plan, i, m, np.full(m.values.size, 1.0 / m.values.size), reports.n)
             for i, m in groups]
-    one = {a: combine([m.project([a]) for m in flat if a in m.attrs]).values
+    one = {a: _smoothed(combine([m.project([a]) for m in flat if a in m.attrs]).values,
+                        sum(int(m.n or 0) for m in flat if a in m.attrs))
            for a in plan.domain.attrs if any(a in m.attrs for m in flat)}
     ms = []
     for i, m in groups:  # subsets, not users
@@ -137,6 +146,14 @@ def group_measurements(reports: MarginalReports, postprocess: str = "norm-sub") 
             independent = np.multiply.outer(independent, np.clip(one[a], 0.0, 1.0))
         ms.append(_at_reference(plan, i, m, independent, reports.n))
     return ms
+
+
+def _smoothed(table: np.ndarray, n: int) -> np.ndarray:
+    """A pooled one-way table as a reference for variances: the posterior mean of its cells under
+    Jeffreys' Dirichlet(1/2) prior given ``n`` users, ``(n p + 1/2) / (n + K/2)`` (module docstring)."""
+    p = np.clip(np.asarray(table, dtype=float), 0.0, 1.0)
+    p = p / p.sum() if p.sum() > 0 else np.full(p.shape, 1.0 / p.size)
+    return (n * p + 0.5) / (n + 0.5 * p.size)
 
 
 class MarginalSource:
