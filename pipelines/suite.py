@@ -64,8 +64,9 @@ def budget_note(rows: list[dict]) -> str:
     worse, beyond, steps = [], [], 0
     for ds, by_eps in runs.items():
         stats = {e: tables.mean_se(v) for e, v in sorted(by_eps.items())}
-        for i, e in enumerate(list(stats)[1:], start=1):
-            ref = min(list(stats)[:i], key=lambda x: stats[x][0])
+        eps = list(stats)
+        for i, e in enumerate(eps[1:], start=1):
+            ref = min(eps[:i], key=lambda x: stats[x][0])
             (m, se), (m0, se0) = stats[e], stats[ref]
             steps += 1
             if m > m0:

@@ -5,6 +5,7 @@ import math
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from lopub.collect import (
@@ -239,7 +240,6 @@ def test_small_groups_get_no_near_zero_variance_on_empty_cells():
     k, d, n = 3, 20, 120
     probs = np.array([0.7, 0.25, 0.05])
     cols = {f"c{i}": rng.choice(k, size=n, p=probs).astype(str) for i in range(d)}
-    import pandas as pd
     data = Dataset.from_pandas(pd.DataFrame(cols), Domain.from_categories({c: "012" for c in cols}))
     plan = MarginalPlan(data.domain, [(a,) for a in data.domain.attrs], 8.0)
     truth = {a: data.project([a]).values.ravel() for a in data.domain.attrs}
