@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from lopub.cli._commands import add_command
-from lopub.cli._common import add_na_values, add_verbosity, emit, read_csv
+from lopub.cli._common import add_na_values, add_verbosity, csv_options, emit, read_csv
 
 FORMATS = ("uai", "pgmpy")
 
@@ -14,27 +14,27 @@ def cmd_report(a: argparse.Namespace) -> None:
     from lopub.publish.report import write_report
 
     model = Model.load(a.model)
-    syn = None if a.synthetic is None else _frame(a.synthetic, "--synthetic", a.na_values)
-    real = None if a.real is None else _model_columns(_frame(a.real, "--real", a.na_values), model)
+    syn = None if a.synthetic is None else _frame(a.synthetic, "--synthetic", a.na_values, csv_options(a))
+    real = None if a.real is None else _model_columns(_frame(a.real, "--real", a.na_values, csv_options(a)), model)
     write_report(a.out, model, syn, real, title=a.title)
     emit({"report": a.out}, a.json, f"written {a.out}")
 
 
-def _frame(path: str, flag: str, na_values: list[str]):
+def _frame(path: str, flag: str, na_values: list[str], options: dict):
     try:
-        return read_csv(path, na_values)
+        return read_csv(path, na_values, **options)
     except (OSError, ValueError) as exc:
         raise type(exc)(f"{flag}: {exc}") from None
 
 
 def _model_columns(df, model):
-    """The real data's columns of the model (the CSV ``collect`` read may hold more: they are left out)."""
+    """The real data, noting the columns the model does not hold (the CSV ``collect`` read may hold
+    more); the report leaves them out and names them in its summary."""
     from lopub.progress import note
 
     extra = [c for c in df.columns if c not in model.domain]
     if extra and all(a in df.columns for a in model.domain.attrs):
         note(f"--real: columns {extra} are not in the model's domain; left out")
-        return df[list(model.domain.attrs)]
     return df
 
 

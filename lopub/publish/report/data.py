@@ -45,6 +45,30 @@ def as_dataset(data: Any, domain: Domain, name: str) -> Dataset:
         raise DomainError(f"{name}: {exc}") from None
 
 
+def model_columns(data: Any, domain: Domain, name: str) -> tuple[Any, list[str]]:
+    """``data`` without its columns outside ``domain``, and the names left out.
+
+    The columns are left out only when every column of ``domain`` is there
+    (the real data ``fit`` read may hold identifiers and other columns the
+    model dropped); otherwise ``data`` comes back unchanged and
+    :func:`as_dataset` names the missing column.  Values are not checked here.
+    """
+    if isinstance(data, Dataset):
+        columns = list(data.domain.attrs)
+    elif isinstance(data, pd.DataFrame):
+        columns = [str(c) for c in data.columns]
+    else:
+        return data, []
+    extra = [c for c in columns if c not in domain]
+    if not extra or any(a not in columns for a in domain.attrs):
+        return data, []
+    if isinstance(data, Dataset):
+        idx = [data.domain.index(a) for a in domain.attrs]
+        return Dataset(data.codes[:, idx], data.domain.project(list(domain.attrs))), extra
+    keep = [c for c in data.columns if str(c) in domain]
+    return data[keep], extra
+
+
 def _check_columns(columns: list[str], domain: Domain, name: str) -> None:
     extra = [c for c in columns if c not in domain]
     if extra:

@@ -50,7 +50,7 @@ from lopub.dependency.cache import query_source
 from lopub.dependency.mi import mutual_information
 from lopub.io import atomic_write_text
 from lopub.publish.report import figures
-from lopub.publish.report.data import as_dataset
+from lopub.publish.report.data import as_dataset, model_columns
 from lopub.publish.report.notes import collection_of, privacy_statement, release_warnings
 from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_matrix, quality_scores
 from lopub.publish.report import verdict_block
@@ -74,6 +74,7 @@ class _Inputs:
     synthetic: Dataset | None
     real: Dataset | None
     scores: dict[str, Any] | None
+    left_out: tuple[str, ...] = ()
 
     @property
     def real_scores(self) -> dict[str, Any]:
@@ -102,7 +103,10 @@ def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: 
     synthetic, real : pandas.DataFrame or Dataset, optional
         Records over the model's domain.  Without ``synthetic`` the model's
         exact marginals stand in for the release; without ``real`` the
-        real-data sections are left out (and the page says so).
+        real-data sections are left out (and the page says so).  Columns of
+        ``real`` the model does not hold (identifiers ``fit`` dropped, say)
+        are left out when all the model's columns are there; the summary
+        names them.
     title : str, optional
 
     Returns
@@ -123,8 +127,9 @@ def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: 
     if not isinstance(model, Model):
         raise TypeError(f"model ({type(model).__name__}) must be a lopub Model")
     syn = None if synthetic is None else as_dataset(synthetic, model.domain, "synthetic")
+    real, left_out = (None, []) if real is None else model_columns(real, model.domain, "real")
     rl = None if real is None else as_dataset(real, model.domain, "real")
-    ctx = _Inputs(model, syn, rl, None)
+    ctx = _Inputs(model, syn, rl, None, tuple(left_out))
     if rl is not None:
         ctx.scores = quality_scores(model, rl, ctx.release)
     title = title or "lopub release report"
@@ -166,7 +171,10 @@ def _summary(ctx: _Inputs) -> str:
         rows += [("Column Shapes (SDMetrics)", _f(r["column_shapes"])),
                  ("Column Pair Trends, associated pairs (SDMetrics)", _f(r["column_pair_trends_associated"])),
                  ("Mean 2-way TVD, all pairs (lopub)", _f(r["mean_pair_tvd"]))]
-    return _section("summary", "Summary", _table(["", ""], rows, header=False))
+    note = "" if not ctx.left_out else (
+        f"<p class=\"note\">Real data: {len(ctx.left_out)} column(s) the model does not hold were left "
+        f"out of every comparison: {_e(', '.join(ctx.left_out))}.</p>")
+    return _section("summary", "Summary", _table(["", ""], rows, header=False) + note)
 
 
 def _warnings(ctx: _Inputs) -> str:
