@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # numpy, tqdm (lopub._util, lopub.progress) and pandas are imported where used: `lopub --help`
 # and `lopub --version` import this module and must start fast (tests/test_startup.py)
 
-__all__ = ["add_missing", "add_na_values", "add_verbosity", "default", "emit", "progress", "read_csv", "run", "seed_arg",
+__all__ = ["add_missing", "add_na_values", "add_verbosity", "csv_options", "default", "emit", "progress", "read_csv", "run", "seed_arg",
            "split_list"]
 
 ERRORS = (ValueError, TypeError, OSError, BudgetError, KeyError)
@@ -63,10 +63,30 @@ def seed_arg(text: str) -> int:
 
 
 def add_na_values(p: argparse.ArgumentParser) -> None:
-    """``--na-values X,Y``: the tokens read as missing values besides empty cells."""
+    """The options of a command reading CSV files: ``--na-values X,Y`` (the tokens read as missing
+    values besides empty cells), ``--sep`` and ``--decimal`` (pass them on with :func:`csv_options`)."""
     p.add_argument("--na-values", type=split_list, default=[], metavar="X,Y",
                    help="comma-separated cell values read as missing, besides empty cells "
                         "(default: none: \"NA\", \"None\", \"null\", \"nan\" are labels)")
+    p.add_argument("--sep", type=sep_arg, metavar="CHAR",
+                   help="delimiter of the CSV files read (',', ';', 'tab', '|', ...; default: detected "
+                        "from the first lines among , ; tab |)")
+    p.add_argument("--decimal", choices=(".", ","),
+                   help="decimal mark of numbers in the CSV files read (default: ',' when the delimiter "
+                        "is ';', else '.'; numbers with ',' thousands separators are read when it is '.')")
+
+
+def sep_arg(text: str) -> str:
+    """argparse type of ``--sep``: one character; ``tab`` or ``\\t`` for a tab."""
+    sep = "\t" if text.lower() in ("tab", "\\t") else text
+    if len(sep) != 1 or sep in "\"\r\n":
+        raise argparse.ArgumentTypeError(f"--sep ({text!r}) must be one character (or 'tab'), e.g. ';'")
+    return sep
+
+
+def csv_options(a: argparse.Namespace) -> dict[str, Any]:
+    """``sep`` and ``decimal`` of :func:`read_csv` from the options of :func:`add_na_values`."""
+    return {"sep": getattr(a, "sep", None), "decimal": getattr(a, "decimal", None)}
 
 
 def split_list(text: str) -> list[str]:

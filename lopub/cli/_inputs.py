@@ -19,7 +19,8 @@ __all__ = ["MAX_COLUMNS", "NPZ_READERS", "add_missing", "dataset_from_file", "lo
            "refuse_npz"]
 
 
-def read_csv(path: str, na_values: Sequence[str] | None = None) -> pd.DataFrame:
+def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | None = None,
+             decimal: str | None = None) -> pd.DataFrame:
     """Read a data file with a header row, keeping every label as written.
 
     CSV (any suffix but ``.parquet``/``.pq``): every column is read as text,
@@ -31,15 +32,27 @@ def read_csv(path: str, na_values: Sequence[str] | None = None) -> pd.DataFrame:
     missing, plus string cells in ``na_values``; labels are kept as stored
     (spaces and the empty label included).
     Clear errors when the file is missing or empty.
+
+    ``sep``: the delimiter (``--sep``); default: detected from the first
+    lines among ``,`` ``;`` tab ``|`` (the one splitting every line into the
+    same number of fields, most fields first, ``,`` on a tie).  ``decimal``:
+    the decimal mark of numbers (``--decimal``); default ``,`` when the
+    delimiter is ``;`` (a European export), else ``.``.  A column whose every
+    value is a number written with a decimal comma (``1,5``), or with ``,``
+    thousands separators when the decimal mark is ``.`` (``"123,456"``), is
+    read as those numbers (``1.5``, ``123456``), with a note.
     """
     import pandas as pd  # here, not at the top: `lopub --help` must not load pandas
 
     na = {str(v).strip() for v in (na_values or ())}
     parquet = Path(path).suffix.lower() in (".parquet", ".pq")
+    _check_sep_decimal(sep, decimal)
     try:
         if parquet:
             return _text_missing(_read_parquet(path), na, strip=False)
-        df = _read_csv_rows(path)
+        given = sep
+        sep = sep or detect_sep(path)
+        df = _read_csv_rows(path, sep)
     except FileNotFoundError:
         raise FileNotFoundError(f"{'Parquet' if parquet else 'CSV'} file {path!r} does not exist") from None
     except IsADirectoryError:
@@ -50,8 +63,10 @@ def read_csv(path: str, na_values: Sequence[str] | None = None) -> pd.DataFrame:
         raise ValueError(f"CSV file {path!r} is not UTF-8 text (it has the byte "
                          f"{exc.object[exc.start]:#04x}); save it as UTF-8") from None
     except pd.errors.ParserError as exc:
-        raise ValueError(f"CSV file {path!r} cannot be read: {' '.join(str(exc).split())}") from None
-    return _text_missing(df, na | {""}, strip=True)
+        raise ValueError(f"CSV file {path!r} cannot be read with the delimiter {sep!r}: "
+                         f"{' '.join(str(exc).split())}{_sep_hint(path, sep, given)}") from None
+    df = _text_missing(df, na | {""}, strip=True)
+    return _read_numbers(df, path, decimal or ("," if sep == ";" else "."), na)
 
 
 #: most columns a data file may have: each is an attribute of the domain, and a domain is
@@ -59,7 +74,7 @@ def read_csv(path: str, na_values: Sequence[str] | None = None) -> pd.DataFrame:
 MAX_COLUMNS = 10_000
 
 
-def _check_header_width(path: str) -> None:
+def _check_header_width(path: str, sep: str = ",") -> None:
     """Refuse a CSV whose header row has more than :data:`MAX_COLUMNS` columns, reading only
     that row (at most 64 MiB of it)."""
     import csv
@@ -67,7 +82,7 @@ def _check_header_width(path: str) -> None:
     with open(path, encoding="utf-8", newline="") as fh:
         line = fh.readline(64 * 2**20)
     try:
-        width = len(next(csv.reader([line]), []))
+        width = len(next(csv.reader([line], delimiter=sep), []))
     except csv.Error as exc:  # e.g. a header cell over the csv module's 131,072 characters
         raise ValueError(f"CSV file {path!r} cannot be read: its header row: {exc}") from None
     if width > MAX_COLUMNS:
@@ -75,13 +90,13 @@ def _check_header_width(path: str) -> None:
                          f"at most {MAX_COLUMNS:,} attributes (select the columns you need first)")
 
 
-def _read_csv_rows(path: str) -> pd.DataFrame:
+def _read_csv_rows(path: str, sep: str = ",") -> pd.DataFrame:
     """The CSV's header and rows, as text; a row longer than the header or a repeated
     column name is an error (pandas would shift the columns or rename ``a`` to ``a.1``)."""
     import pandas as pd
 
-    _check_header_width(path)
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, header=None,
+    _check_header_width(path, sep)
+    raw = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False, header=None,
                       skipinitialspace=True, encoding="utf-8")
     header = [str(c).strip() for c in raw.iloc[0]]
     seen = set()
@@ -93,6 +108,96 @@ def _read_csv_rows(path: str) -> pd.DataFrame:
     df = raw.iloc[1:].reset_index(drop=True)
     df.columns = header
     return df
+
+
+#: delimiters :func:`detect_sep` chooses among (``,`` first on a tie)
+SEPARATORS = (",", ";", "\t", "|")
+
+
+def _check_sep_decimal(sep: str | None, decimal: str | None) -> None:
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in "\"\r\n"):
+        raise ValueError(f"sep ({sep!r}) must be one character (not a quote or a line break), "
+                         f"e.g. ',' or ';' or a tab")
+    if decimal is not None and decimal not in (".", ","):
+        raise ValueError(f"decimal ({decimal!r}) must be '.' or ','")
+    if sep is not None and sep == decimal:
+        raise ValueError(f"sep and decimal ({sep!r}) must differ")
+
+
+def _sample_rows(path: str, sep: str, size: int = 2**20) -> list[list[str]] | None:
+    """The non-blank rows of the first ``size`` characters of ``path`` split at ``sep`` (a row
+    cut at the end left out); None when the sample cannot be parsed."""
+    import csv
+
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        text = fh.read(size)
+    lines = text.splitlines(keepends=True)
+    if len(text) == size and len(lines) > 1:
+        lines = lines[:-1]
+    try:
+        return [r for r in csv.reader(lines[:200], delimiter=sep, skipinitialspace=True) if r]
+    except csv.Error:
+        return None
+
+
+def detect_sep(path: str) -> str:
+    """The delimiter of a CSV: among :data:`SEPARATORS`, the one that splits every sampled
+    line into the same number (> 1) of fields, the most fields first; ``,`` when none does."""
+    best, width = ",", 1
+    for sep in SEPARATORS:  # loop over four delimiters
+        rows = _sample_rows(path, sep)
+        widths = {len(r) for r in rows or ()}
+        if len(widths) == 1 and min(widths) > width:
+            best, width = sep, min(widths)
+    return best
+
+
+def _sep_hint(path: str, sep: str, given: str | None) -> str:
+    """When a CSV cannot be read with ``sep``: the delimiter its header row suggests, and how
+    to give it."""
+    try:
+        rows = {s: _sample_rows(path, s) for s in SEPARATORS if s != sep}
+    except OSError:
+        return ""
+    head = {s: len(r[0]) for s, r in rows.items() if r}
+    likely = max(head, key=head.get) if head else None
+    if likely is None or head[likely] < 2:
+        return ("" if given else f"; if its delimiter is not {sep!r}, give it with --sep "
+                "(Python: read_csv(path, sep=...))")
+    return (f"; its header row splits into {head[likely]} columns at {likely!r}: if that is the "
+            f"delimiter, give it with --sep {likely!r} (Python: read_csv(path, sep={likely!r}))")
+
+
+def _read_numbers(df: pd.DataFrame, path: str, decimal: str, na: set[str]) -> pd.DataFrame:
+    """Text columns of numbers written with a decimal comma or thousands separators (see
+    :func:`read_csv`) as plain numbers, with a note naming them."""
+    from lopub.data._labels import NA_TOKENS, respelled_numbers
+    from lopub.progress import note
+
+    skip = set(NA_TOKENS) | na
+    done = []
+    for c in df.columns:  # loop over columns
+        col = df[c]
+        if not pd_text(col):
+            continue
+        cells = col[col.notna() & ~col.isin(skip)]
+        plain = respelled_numbers(cells, decimal)
+        if plain is not None:
+            df[c] = col.where(~col.index.isin(plain.index), plain.reindex(col.index))
+            done.append(str(c))
+    if done:
+        how = ("a decimal comma", "',' separates thousands there", "'.'") if decimal == "," else \
+            ("',' thousands separators", "',' is their decimal mark", "','")
+        note(f"CSV file {path!r}: column(s) {done} hold numbers written with {how[0]}: read as "
+             f"those numbers (if {how[1]}, give --decimal {how[2]})")
+    return df
+
+
+def pd_text(col: Any) -> bool:
+    """Whether a column holds text (object or string dtype)."""
+    import pandas as pd
+
+    return pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)
 
 
 def _read_parquet(path: str) -> pd.DataFrame:
@@ -125,17 +230,19 @@ def _text_missing(df: pd.DataFrame, na: set[str], *, strip: bool) -> pd.DataFram
 
 
 def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = None,
-                      missing: str = "category") -> Any:
+                      missing: str = "category", *, sep: str | None = None,
+                      decimal: str | None = None) -> Any:
     """The records of a data file coded against ``domain``; errors name the file.
 
     ``missing``: ``"category"`` codes a missing value as its attribute's
     missing category (an error when the domain has none), ``"drop"`` drops
     the rows holding a missing value in an attribute without one (with a
     warning giving the count), ``"refuse"`` raises on any missing value.
+    ``sep``, ``decimal``: as in :func:`read_csv`.
     """
     from lopub.data.dataset import Dataset
 
-    df = read_csv(path, na_values)
+    df = read_csv(path, na_values, sep=sep, decimal=decimal)
     try:
         df = _missing_rows(df, domain, missing, path)
         return Dataset.from_pandas(df, domain)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lopub.reports import privacy
 from lopub.cli._commands import add_command
-from lopub.cli._common import (add_missing, add_na_values, add_verbosity, dataset_from_file, emit,
+from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, emit,
                                read_csv, seed_arg)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,7 +68,7 @@ def cmd_schema(a: argparse.Namespace) -> None:
     from lopub.data._labels import NA_TOKENS
     from lopub.data.schema import infer_schema
 
-    df = read_csv(a.csv, a.na_values)
+    df = read_csv(a.csv, a.na_values, **csv_options(a))
     cols = a.columns.split(",") if a.columns else None
     if df.empty:
         raise ValueError(f"CSV file {a.csv!r} has no data rows; a domain is inferred from data")
@@ -160,11 +160,11 @@ def cmd_encode(a: argparse.Namespace) -> None:
         from lopub.data.domain import Domain
 
         domain = Domain.from_json(a.domain)
-        data = dataset_from_file(a.csv, domain, a.na_values, a.missing)
+        data = dataset_from_file(a.csv, domain, a.na_values, a.missing, **csv_options(a))
         target, spec = None, bloom_spec(domain, plan(domain, data.n, a.epsilon), key=a.key)
     else:
         target, spec = _encode_target(a)
-        data = dataset_from_file(a.csv, spec.domain, a.na_values, a.missing)
+        data = dataset_from_file(a.csv, spec.domain, a.na_values, a.missing, **csv_options(a))
     reports = encode(data, spec, rng=a.seed)
     if spec.epsilon > 10:  # once the reports exist (not before an error)
         from lopub.collect import privacy_statement

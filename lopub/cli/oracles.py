@@ -17,7 +17,7 @@ from lopub.oracles.multidim import SampledReports
 from lopub.estimate.postprocess import POSTPROCESS as METHODS
 from lopub.progress import warning
 from lopub.cli._commands import add_command
-from lopub.cli._common import (add_missing, add_na_values, add_verbosity, dataset_from_file, default, emit,
+from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, default, emit,
                                seed_arg)
 from lopub.cli.oracle_files import (FORMAT, LIP, PROTOCOLS, VERSION, _check_prior_sizes, _lip_client, _lip_eps,
                            build_scheme, estimate_file, lip_server_mechanisms, load_reports,
@@ -36,7 +36,7 @@ def _load_data(a: argparse.Namespace) -> Any:
     from lopub.data.domain import Domain
 
     domain = Domain.from_json(a.domain)
-    return dataset_from_file(a.csv, domain, a.na_values, getattr(a, "missing", "category"))
+    return dataset_from_file(a.csv, domain, a.na_values, getattr(a, "missing", "category"), **csv_options(a))
 
 
 def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:

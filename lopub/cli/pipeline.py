@@ -20,11 +20,12 @@ from lopub.publish.evaluate import evaluate_release
 from lopub.formats._io import npz_format
 from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_USERS_PER_CELL, RELEASES, STRUCTURES,
                         fit)
+from lopub.model.pgm.fit import DEFAULT_MAX_ITER
 from lopub.model.verdict import NOT_USABLE, Verdict
 from lopub.pipeline.options import FitOptions
 from lopub.progress import warning
 from lopub.cli._commands import add_command
-from lopub.cli._common import (add_na_values, add_verbosity, default, emit, progress, read_csv, seed_arg,
+from lopub.cli._common import (add_na_values, add_verbosity, csv_options, default, emit, progress, read_csv, seed_arg,
                       split_list)
 from lopub.cli._outputs import check_output_path, staged_outputs
 from lopub.cli._scale import add_scale_options, check_work_memory, reports_for, scale_options
@@ -37,7 +38,7 @@ __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
 def _fit_text(rep: dict) -> str:
     s = rep["seconds"]
     lines = [f"reports: {rep['n']}, attributes: {rep['attributes']}, method: {rep['method']}, phi: {rep['phi']}",
-             f"pairs computed: {rep['pairs_computed']}/{rep['pairs_total']}, edges: {rep['edges']}"
+             f"{_pairs_text(rep)}, edges: {rep['edges']}"
              + ((f" (model graph at phi {rep['model_phi']}: " if "model_phi" in rep["graph"] else
                  " (model graph: ") + f"{rep['graph']['model_edges']} edges)" if "model_edges" in rep["graph"] else ""),
              f"cliques: {len(rep['cliques'])}, largest: {max(rep['clique_cells'])} cells "
@@ -69,6 +70,15 @@ def _fit_text(rep: dict) -> str:
         lines += [f"  - {r}" for r in verdict.reasons]
     lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in s.items()))
     return "\n".join(lines)
+
+
+def _pairs_text(rep: dict) -> str:
+    """Pairs the graph looked at, and how many the collection measured (the rest derived)."""
+    measured, total = rep.get("pairs_measured"), rep["pairs_total"]
+    if measured is None or measured >= total:
+        return f"pairs computed: {rep['pairs_computed']}/{total}"
+    return (f"pairs measured: {measured}/{total} ({total - measured} derived from one-way tables "
+            "as independent)")
 
 
 def load_any_reports(path: str):
@@ -114,6 +124,7 @@ def cmd_fit(a: argparse.Namespace) -> None:
     outputs = [(a.out, "--out")] + ([(a.plot, "--plot")] if a.plot else [])
     for path, option in outputs:  # fail before the (long) fit, not after it
         check_output_path(path, option)
+    fit_options = _fit_options(a)
     check_work_memory(a, a.reports)
     method_given = a.method is not None
     a.method = a.method or DEFAULT_METHOD
@@ -125,7 +136,8 @@ def cmd_fit(a: argparse.Namespace) -> None:
     opts.update(scale_options(a, a.reports))
     options = FitOptions(phi=a.phi, method=a.method, prune=a.prune, model_phi=a.model_phi,
                          release=a.release, structure=a.structure, estimator_options=opts,
-                         clique_budget=a.clique_budget, heuristic=a.heuristic, shrink=a.shrink)
+                         clique_budget=a.clique_budget, heuristic=a.heuristic, shrink=a.shrink,
+                         fit_options=fit_options)
     res = fit(reports, options, progress=progress(a), warn=False)
     model, rep = res.model, res.report.to_dict()
     with staged_outputs(*outputs) as staged:  # the model and pictures all, or none replaced
@@ -136,6 +148,18 @@ def cmd_fit(a: argparse.Namespace) -> None:
                   rep["clique_budget"])
     _warn_verdict(rep.get("verdict"))
     emit(rep, a.json, _fit_text(rep) + f"\nmodel written to {a.out}")
+
+
+def _fit_options(a: argparse.Namespace) -> dict:
+    """The model fit's options from ``--max-iter`` (checked before any work)."""
+    if a.max_iter is None:
+        return {}
+    if a.max_iter < 1:
+        raise ValueError(f"--max-iter ({a.max_iter}) must be an integer >= 1")
+    if a.release != "pgm":
+        raise ValueError(f"--max-iter ({a.max_iter}) applies to --release pgm (the model fit), "
+                         f"not --release {a.release}")
+    return {"max_iter": a.max_iter}
 
 
 def _warn_verdict(obj) -> None:
@@ -205,8 +229,8 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
     from lopub.data.domain import Domain
 
     domain = Domain.from_json(a.domain)
-    real = _dataset(a.real, "--real", domain, a.na_values)
-    syn = _dataset(a.synthetic, "--synthetic", domain, a.na_values)
+    real = _dataset(a.real, "--real", domain, a.na_values, csv_options(a))
+    syn = _dataset(a.synthetic, "--synthetic", domain, a.na_values, csv_options(a))
     res = evaluate_release(real, syn, k=a.k, subsets=a.subsets, rng=a.seed)
     if not a.json:
         res.pop("per_subset")
@@ -216,13 +240,13 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
     emit(res, a.json, "\n".join(text))
 
 
-def _dataset(path: str, flag: str, domain, na_values: list[str]):
+def _dataset(path: str, flag: str, domain, na_values: list[str], options: dict):
     """Read ``path`` against ``domain``; errors name the option and the file."""
     from lopub.data.dataset import Dataset
     from lopub.errors import DomainError
 
     try:
-        return Dataset.from_pandas(read_csv(path, na_values), domain)
+        return Dataset.from_pandas(read_csv(path, na_values, **options), domain)
     except DomainError as exc:
         raise DomainError(f"{flag} {path}: {exc}") from None
 
@@ -257,6 +281,9 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
                         f"to {PGM_CLIQUE_BUDGET:,}); larger cliques are split by dropping the weakest edges")
     f.add_argument("--heuristic", choices=HEURISTICS, default=heuristic)
     f.add_argument("--tol", type=float, help="estimator stopping tolerance (largest cell change; default: the estimator's)")
+    f.add_argument("--max-iter", type=int, default=None,
+                   help=f"release pgm: most iterations of the model fit (default {DEFAULT_MAX_ITER:,}); raise it "
+                        "when fit reports the model fit did not converge")
     add_scale_options(f)
     f.add_argument("--out", required=True, help="model file (.json, or .json.gz)")
     f.add_argument("--plot", help="also draw the graph here (PNG; MI heatmap beside it)")

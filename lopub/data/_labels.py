@@ -60,3 +60,21 @@ def date_days(col: pd.Series, name: str) -> np.ndarray:
     if stamps.tz is not None:
         stamps = stamps.tz_localize(None)
     return (stamps - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)
+
+
+#: a number written with a decimal comma ("1,5", "-0,25", "12"), as in a European export
+_DECIMAL_COMMA = r"[+-]?(?:\d+(?:,\d*)?|,\d+)"
+#: a number written with "," thousands separators ("123,456", "1,234.5"), or a plain one
+_THOUSANDS = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?"
+
+
+def respelled_numbers(text: pd.Series, decimal: str) -> pd.Series | None:
+    """The strings of ``text`` (no missing cells) as plain numbers ("1.5", "123456") when every
+    one is a number written with the decimal mark ``decimal`` ("," -> "1,5"; "." -> thousands
+    separators "123,456") and at least one holds a comma; else None."""
+    if text.empty or not text.str.contains(",", regex=False).any():
+        return None
+    s = text.str.strip()
+    if not s.str.fullmatch(_DECIMAL_COMMA if decimal == "," else _THOUSANDS).all():
+        return None
+    return s.str.replace(",", ".", regex=False) if decimal == "," else s.str.replace(",", "", regex=False)

@@ -1,0 +1,55 @@
+"""Messy CSV files from spreadsheets and other locales (the new-user tour): each is read as meant,
+or refused with a message naming the file and the way out."""
+import json
+
+import numpy as np
+import pytest
+
+from lopub.cli import main, read_csv
+
+
+def _euro(tmp_path, n=60):
+    p = tmp_path / "euro.csv"
+    rows = [f"{20 + i % 50};{'FM'[i % 2]};{60 + i % 30},{i % 10}" for i in range(n)]
+    p.write_text("age;sex;weight\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return p
+
+
+def test_semicolon_file_is_read_with_decimal_commas(tmp_path):
+    df = read_csv(str(_euro(tmp_path)))
+    assert list(df.columns) == ["age", "sex", "weight"]
+    assert df["weight"].iloc[1] == "61.1"
+    assert np.isfinite(df["weight"].astype(float)).all()
+    p = tmp_path / "c.csv"  # a comma file with semicolons inside quoted text stays a comma file
+    p.write_text('a,b,c\n1,"x;y",2\n3,"u;v",4\n', encoding="utf-8")
+    assert list(read_csv(str(p)).columns) == ["a", "b", "c"]
+
+
+def test_schema_of_semicolon_file_bins_the_decimal_comma_column(tmp_path, capsys):
+    out = tmp_path / "d.json"
+    assert main(["schema", str(_euro(tmp_path)), "--out", str(out)]) == 0
+    attrs = {a["name"]: a for a in json.loads(out.read_text())["attributes"]}
+    assert set(attrs) == {"age", "sex", "weight"}
+    assert attrs["weight"]["kind"] == "number"
+    assert "decimal comma" in capsys.readouterr().err
+
+
+def test_wrong_sep_names_the_likely_delimiter(tmp_path):
+    with pytest.raises(ValueError, match=r"euro.csv.*delimiter ','.*3 columns at ';'.*--sep ';'"):
+        read_csv(str(_euro(tmp_path)), sep=",")
+
+
+def test_sep_and_decimal_options(tmp_path, capsys):
+    p = tmp_path / "tab.csv"
+    p.write_text("a\tb\n1,5\tx\n2,5\ty\n", encoding="utf-8")
+    assert read_csv(str(p))["a"].tolist() == ["1,5", "2,5"]  # a tab file: '.' decimals by default
+    assert read_csv(str(p), sep="\t", decimal=",")["a"].tolist() == ["1.5", "2.5"]
+    with pytest.raises(ValueError, match=r"decimal \(';'\) must be '\.' or ','"):
+        read_csv(str(p), decimal=";")
+    assert main(["schema", str(p), "--sep", "tab", "--decimal", ",", "--json"]) == 0
+    decisions = json.loads(capsys.readouterr().out)["decisions"]["columns"]
+    assert decisions[0]["kind"] == "number"
+    with pytest.raises(SystemExit):
+        main(["schema", str(p), "--sep", "ab"])
+    assert "--sep ('ab') must be one character" in capsys.readouterr().err
+
