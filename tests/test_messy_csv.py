@@ -53,3 +53,34 @@ def test_sep_and_decimal_options(tmp_path, capsys):
         main(["schema", str(p), "--sep", "ab"])
     assert "--sep ('ab') must be one character" in capsys.readouterr().err
 
+
+
+def _trailing(tmp_path, last="", n=40):
+    p = tmp_path / "excel.csv"
+    rows = [f"{20 + i},{'FM'[i % 2]},{last}" for i in range(n)]
+    p.write_text(" Age , Sex ,\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return p
+
+
+def test_trailing_empty_column_is_left_out_with_a_note(tmp_path, capsys):
+    out = tmp_path / "d.json"
+    assert main(["schema", str(_trailing(tmp_path)), "--out", str(out)]) == 0
+    assert [a["name"] for a in json.loads(out.read_text())["attributes"]] == ["Age", "Sex"]
+    assert "column 3 of 3 has no name in the header row and no value" in capsys.readouterr().out
+
+
+def test_pandas_unnamed_empty_column_is_left_out(tmp_path):
+    import pandas as pd
+
+    from lopub import infer_schema
+
+    _trailing(tmp_path)
+    report = infer_schema(pd.read_csv(tmp_path / "excel.csv"))
+    assert report.excluded == ["Unnamed: 2"] and len(report.domain) == 2
+
+
+def test_unnamed_column_with_values_names_file_and_position(tmp_path, capsys):
+    p = _trailing(tmp_path, last="x")
+    assert main(["schema", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "excel.csv" in err and "column 3 of 3 has no name in the header row" in err

@@ -67,15 +67,19 @@ def _bounds(items: list[str] | None) -> dict[str, list[float]]:
 def cmd_schema(a: argparse.Namespace) -> None:
     from lopub.data._labels import NA_TOKENS
     from lopub.data.schema import infer_schema
+    from lopub.errors import DomainError
 
     df = read_csv(a.csv, a.na_values, **csv_options(a))
     cols = a.columns.split(",") if a.columns else None
     if df.empty:
         raise ValueError(f"CSV file {a.csv!r} has no data rows; a domain is inferred from data")
-    report = infer_schema(df, bins=a.bins, edges=_edges(a.edges), bounds=_bounds(a.bounds),
-                          max_categories=a.max_categories, columns=cols, missing=a.missing,
-                          na_values=tuple(NA_TOKENS) + tuple(a.na_values),
-                          identifiers="keep" if a.keep_ids else "exclude", provenance=a.provenance)
+    try:
+        report = infer_schema(df, bins=a.bins, edges=_edges(a.edges), bounds=_bounds(a.bounds),
+                              max_categories=a.max_categories, columns=cols, missing=a.missing,
+                              na_values=tuple(NA_TOKENS) + tuple(a.na_values),
+                              identifiers="keep" if a.keep_ids else "exclude", provenance=a.provenance)
+    except DomainError as exc:
+        raise DomainError(f"CSV file {a.csv!r}: {exc}") from None
     dropped = {c.column: c.missing_share for c in report.columns if c.missing_share and a.missing == "drop"}
     if dropped:  # not an error here: the schema is valid, but these rows must be dropped to collect
         from lopub.progress import warning

@@ -68,6 +68,7 @@ PRIVACY_NOTE = ("this schema's categories and bin edges were computed from the r
                 "acceptable; otherwise write the schema from public knowledge (a data dictionary, "
                 "declared --bounds with equal-width bins, --edges) and mark it \"provenance\": \"public\"")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$")
+_PANDAS_UNNAMED = re.compile(r"^Unnamed: \d+$")  # pandas' name of a column without a header
 _BOOLEAN = ("True", "False")  # as pandas writes booleans: other spellings stay text labels
 
 
@@ -153,11 +154,13 @@ def infer_schema(
     for c in list(opts.edges) + list(opts.bounds) + columns:
         if c not in df.columns:
             raise DomainError(f"column {c!r} is not in the data; columns are {list(df.columns)}")
-    pairs = [_column(str(c), df[c], opts, keep_id=named) for c in columns]
+    where = {c: f"column {k + 1} of {df.shape[1]}" for k, c in enumerate(df.columns)}
+    pairs = [_column(str(c), df[c], opts, keep_id=named, where=where[c]) for c in columns]
     attrs = tuple(a for a, _ in pairs if a is not None)
     if not attrs:
         raise DomainError(f"no column is left for the domain: {[d.column for _, d in pairs]} are "
-                          f"identifier-like (pass identifiers='keep' or name them in columns)")
+                          f"identifier-like (pass identifiers='keep' or name them in columns; Synthesizer: pass "
+                          f"domain=infer_domain(df, identifiers='keep'); lopub schema: --keep-ids)")
     public = all(c in opts.edges or c in opts.bounds for c in (a.name for a in attrs))
     prov = provenance if provenance is not None else (PUBLIC if public else INFERRED)
     note = None if prov == PUBLIC else PRIVACY_NOTE
@@ -195,8 +198,15 @@ class _Options:
                    frozenset(str(v).strip() for v in na_values), identifiers)
 
 
-def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool) -> tuple[Attribute | None, ColumnDecision]:
-    """The attribute (None when left out) and the decision for one column."""
+def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
+            where: str = "") -> tuple[Attribute | None, ColumnDecision]:
+    """The attribute (None when left out) and the decision for one column (``where``: its
+    position, for the message on a column without a name)."""
+    unnamed = not name.strip() or _PANDAS_UNNAMED.match(name) is not None
+    if unnamed and (raw.isna() | (raw.astype(str).str.strip() == "")).all():
+        return None, ColumnDecision(name, "text", "excluded", (), 1.0, (
+            f"{where or 'column'} has no name in the header row and no value (a delimiter ending "
+            f"every line, as spreadsheets export): left out",))
     kind, values, missing = _kind(raw, o.na)
     present = raw[~missing]
     share = float(missing.mean())
@@ -213,7 +223,13 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool) -> tuple[A
     if ident is not None:
         return None, ColumnDecision(name, kind, "excluded", (), share,
                                     (f"identifier-like ({ident}): left out; keep it with "
-                                     f"identifiers='keep' (--keep-ids) or by naming it in columns",))
+                                     f"infer_domain(df, identifiers='keep') or infer_domain(df, "
+                                     f"columns=[...]) naming it (Synthesizer: pass that domain as "
+                                     f"domain=), or lopub schema --keep-ids / --columns",))
+    if not name.strip():
+        raise DomainError(f"{where or 'a column'} has no name in the header row (an empty header "
+                          f"cell) but holds values; give it a name, or leave it out (columns=[...], "
+                          f"--columns)")
     if present.size == 0 and o.missing != "category":
         return None, ColumnDecision(name, kind, "excluded", (), share,
                                     ("no value: every cell is missing; left out",))
