@@ -36,9 +36,14 @@ approximation, the reason for the margins below).
 6. **convergence**: a model fit that stopped before its tolerance, or that
    did not move from its (uniform) start (its loss fell by less than
    ``MOVED_SHARE`` of the initial loss) while its measurements disagree with it.
+7. **unmeasured-pairs**: attribute pairs the collection never measured (a
+   marginal-sampling plan covers some pairs only; a one-attribute plan none):
+   the release holds them only through the model's structure (independence
+   where no clique links them) and no check above can judge them -- a caveat.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -67,7 +72,8 @@ LISTED = 5            # attributes or pairs named in one message
 
 def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, Any] | None = None,
            groups: Sequence[Measurement] | None = None, n: int | None = None,
-           epsilon: float | None = None) -> Verdict:
+           epsilon: float | None = None,
+           unmeasured: Sequence[Sequence[str]] | None = None) -> Verdict:
     """The verdict of ``model`` against the noisy ``measurements`` (no true data).
 
     Parameters
@@ -89,6 +95,9 @@ def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, An
         Users behind the release.
     epsilon : float, optional
         Per-record budget (named when the setting is hopeless).
+    unmeasured : sequence of pairs of str, optional
+        Attribute pairs the collection never measured
+        (:func:`unmeasured_pairs`); None when every pair was measurable.
 
     Returns
     -------
@@ -98,6 +107,7 @@ def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, An
     stats = TableStats.of(model, ms)
     found = fit_check(stats) + uniform_check(stats, n=n, epsilon=epsilon) + independence_check(stats)
     found += lost_dependency_check(stats) + small_groups_check(groups or []) + convergence_check(fit, stats)
+    found += unmeasured_check(stats, unmeasured or [])
     return Verdict.of(found)
 
 
@@ -215,8 +225,14 @@ def independence_check(stats: TableStats) -> list[Finding]:
         return [Finding("independence", "caveat", f"The model holds {len(lost)} measured dependence(s) as "
                         f"independence although it was fitted to them: {_sets([t.attrs for t in lost])}.",
                         {"pairs": [list(t.attrs) for t in lost]})]
-    return [Finding("independence", "ok", f"The model keeps all {len(inside)} significant dependencies "
-                    "measured inside its cliques.", {"significant_pairs": len(inside)})] if inside else []
+    checked, total = _checked_pairs(stats)
+    scope = (f"all {total} attribute pairs were measured" if checked >= total else
+             f"only the {checked} of {total} attribute pairs with a measured table could be checked; "
+             "the others are unknown to these checks")
+    return [Finding("independence", "ok", f"Of the measured pairs, the model keeps all {len(inside)} significant "
+                    f"dependencies measured inside its cliques ({scope}).",
+                    {"significant_pairs": len(inside), "pairs_checked": checked,
+                     "pairs_total": total})] if inside else []
 
 
 def lost_dependency_check(stats: TableStats) -> list[Finding]:
@@ -261,6 +277,51 @@ def lost_dependency_check(stats: TableStats) -> list[Finding]:
                            f"(Cramer's V below {STRONG_V:g}) measured dependencies have no edge in the model.",
                            {"pairs": len(outside) - len(strong)}))
     return out
+
+
+def unmeasured_check(stats: TableStats, unmeasured: Sequence[Sequence[str]]) -> list[Finding]:
+    """Check 7: attribute pairs the collection never measured (a caveat: the checks cannot see them)."""
+    if not unmeasured:
+        return []
+    total = _pair_count(stats)
+    linked = [p for p in unmeasured if any(set(p) <= set(c) for c in stats.model.tree.cliques)]
+    inferred = (f"; {len(linked)} of them share a clique, their table inferred from the measured ones"
+                if linked else "")
+    return [Finding("unmeasured-pairs", "caveat", f"{len(unmeasured)} of {total} attribute pairs were never "
+                    f"measured by the collection, e.g. {_sets([tuple(p) for p in unmeasured])}: the release "
+                    "holds them only through the model's structure (independence where no clique links "
+                    f"them{inferred}), and no check here can tell whether they depend on each other.",
+                    {"pairs": [list(p) for p in unmeasured], "unmeasured": len(unmeasured),
+                     "pairs_total": total, "in_a_clique": len(linked)})]
+
+
+def unmeasured_pairs(source: Any, attrs: Sequence[str]) -> list[tuple[str, str]] | None:
+    """Pairs of ``attrs`` no measured set of ``source`` contains (None: every pair measurable).
+
+    ``source`` is a marginal-sampling source (``covers(attrs)``), or one that
+    wraps it (``.source``, as :class:`~lopub.collect.server.CompletedSource`);
+    any other source (Bloom reports, exact marginals) can answer every pair.
+    """
+    covers = getattr(source, "covers", None)
+    if not callable(covers):
+        covers = getattr(getattr(source, "source", None), "covers", None)
+    if not callable(covers):
+        return None
+    return [(a, b) for a, b in itertools.combinations(attrs, 2) if not covers([a, b])]
+
+
+def _pair_count(stats: TableStats) -> int:
+    dom = getattr(stats.model, "domain", None)
+    attrs = dom.attrs if dom is not None else set().union(*map(set, stats.model.tree.cliques))
+    d = len(attrs)
+    return d * (d - 1) // 2
+
+
+def _checked_pairs(stats: TableStats) -> tuple[int, int]:
+    """Attribute pairs with a measured table (pairs and pairs inside larger sets), and all pairs."""
+    sets = [t.attrs for t in [*stats.pairs, *stats.larger]]
+    seen = {frozenset(p) for s in sets for p in itertools.combinations(s, 2)}
+    return len(seen), _pair_count(stats)
 
 
 def _pair_figures(rows: Sequence[tuple]) -> dict[str, Any]:
@@ -372,4 +433,5 @@ def fit_verdict(cache: Any, model: Any, report: Any) -> Verdict:
     groups = [m for m in per_set() if isinstance(m, Measurement)] if callable(per_set) else []
     eps = (report.collection or {}).get("epsilon_per_record")
     return assess(model, gather_measurements(cache, report.measurements), fit=report.model_fit,
-                  groups=groups, n=report.n, epsilon=None if eps is None else float(eps))
+                  groups=groups, n=report.n, epsilon=None if eps is None else float(eps),
+                  unmeasured=unmeasured_pairs(source, list(cache.domain.attrs)))

@@ -27,6 +27,13 @@ class FitReport:
     collection : dict or None
         f, h, m, epsilon per attribute and per record of the reports.
     pairs_total, pairs_computed, edges : int
+        ``pairs_computed`` counts the pairs the dependency graph looked at,
+        measured or not.
+    pairs_measured : int or None
+        Pairs the collection measured (a marginal-sampling plan: those inside
+        a planned set; the others are derived from one-way tables as
+        independent).  None when every pair was measurable (Bloom reports,
+        exact marginals).
     graph : dict
         The dependency graph's statistics.
     cliques, clique_cells : list
@@ -79,6 +86,7 @@ class FitReport:
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     verdict: dict[str, Any] | None = None
+    pairs_measured: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -32,7 +32,7 @@ from lopub.dependency.structure import STRUCTURES, structure_graph  # noqa: F401
 from lopub.dependency.junction import JunctionTree, junction_tree
 from lopub.data.domain import Domain
 from lopub.errors import BudgetError
-from lopub.model.checks import fit_verdict
+from lopub.model.checks import fit_verdict, unmeasured_pairs
 from lopub.model.fit_result import FitReport, FitResult
 from lopub.model.graphical import Model
 from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
@@ -387,8 +387,10 @@ def _report(cache, reports, dg, jt, dropped, model, fields: dict) -> FitReport:
     lost = [[d["a"], d["b"]] for d in dropped if not d["in_clique"]]
     if lost:
         notes.append(f"clique_budget: {len(lost)} edge(s) in no clique, not modelled: {lost}")
+    unmeasured = unmeasured_pairs(getattr(cache, "source", None), list(cache.domain.attrs))
     return FitReport(
         n=model.n, attributes=len(cache.domain), phi=dg.phi,
+        pairs_measured=None if unmeasured is None else dg.stats["pairs_total"] - len(unmeasured),
         collection=collection_parameters(reports if reports is not None else cache.source),
         pairs_total=dg.stats["pairs_total"], pairs_computed=dg.stats["pairs_computed"],
         edges=len(dg.edges), graph=dict(dg.stats), cliques=[list(c) for c in jt.cliques],
