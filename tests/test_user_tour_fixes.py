@@ -139,3 +139,56 @@ def test_cli_fit_says_pairs_measured_not_computed(tmp_path, capsys):
     assert "pairs computed" not in out
     assert "verdict: usable with caveats" in out and "6 of 6 attribute pairs were never measured" in out
 
+
+# 3. advice the user can act on --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def collected_reports(tmp_path_factory):
+    from lopub.cli import main
+
+    d = tmp_path_factory.mktemp("reports")
+    _dependent_frame().to_csv(d / "d.csv", index=False)
+    assert main(["schema", str(d / "d.csv"), "--out", str(d / "dom.json")]) == 0
+    assert main(["collect", str(d / "d.csv"), "--domain", str(d / "dom.json"), "--epsilon", "8",
+                 "--seed", "3", "--out", str(d / "r.npz")]) == 0
+    return d / "r.npz"
+
+
+def test_cli_fit_max_iter_is_a_real_option(collected_reports, tmp_path, capsys):
+    import json
+
+    from lopub.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    assert "--max-iter" in capsys.readouterr().out
+    assert main(["fit", str(collected_reports), "--out", str(tmp_path / "m.json"), "--quiet", "--json",
+                 "--max-iter", "1"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["model_fit"]["iterations"] <= 1 and rep["model_fit"]["converged"] is False
+    advice = [w for w in rep["warnings"] if "did not converge" in w]
+    assert advice and "lopub fit --max-iter N" in advice[0] and "fit_options['max_iter']" not in advice[0]
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--max-iter", "0"], r"--max-iter \(0\) must be an integer >= 1"),
+    (["--max-iter", "5", "--release", "cliques"], r"--max-iter \(5\) applies to --release pgm"),
+])
+def test_cli_fit_bad_max_iter_refused_before_any_work(collected_reports, tmp_path, capsys, argv, match):
+    import re
+
+    from lopub.cli import main
+
+    assert main(["fit", str(collected_reports), "--out", str(tmp_path / "m.json"), *argv]) == 2
+    assert re.search(match, capsys.readouterr().err)
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_synthesizer_identifier_advice_names_what_it_accepts():
+    import inspect
+
+    with pytest.warns(UserWarning, match="'user_id': identifier-like") as caught:
+        Synthesizer(epsilon=8, rng=0).fit(_with_ids(600))
+    text = next(str(w.message) for w in caught if "user_id" in str(w.message))
+    assert "Synthesizer: pass that domain as domain=" in text and "infer_domain(df, identifiers='keep')" in text
+    assert "domain" in inspect.signature(Synthesizer).parameters  # what the advice points to exists
+

@@ -351,7 +351,8 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress, shrink) ->
     gap = "none" if mrf.gap is None else f"{mrf.gap:.3g} nats"
     notes = [] if mrf.converged else [(
         f"model fit did not converge (stopped: {mrf.stop}, {mrf.iterations} iterations, certified gap "
-        f"{gap}); raise fit_options['max_iter'] or check the measurements' variances")]
+        f"{gap}); raise max_iter (lopub fit --max-iter N; in Python, fit(..., fit_options={{'max_iter': N}})) "
+        "or check the measurements' variances")]
     lams = [p.provenance["shrinkage"] for p in priors]
     summary = dict(mrf.summary(), regions=len(outside), initial_loss=float(mrf.losses[0]) if mrf.losses else None,
                    shrinkage=float(np.mean(lams)) if lams else None,
