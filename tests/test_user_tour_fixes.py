@@ -192,3 +192,22 @@ def test_synthesizer_identifier_advice_names_what_it_accepts():
     assert "Synthesizer: pass that domain as domain=" in text and "infer_domain(df, identifiers='keep')" in text
     assert "domain" in inspect.signature(Synthesizer).parameters  # what the advice points to exists
 
+
+# 4. synthesize --out with a suffix that is no release format --------------------------------------
+@pytest.mark.parametrize("name", ["x.json", "x.txt", "x"])
+def test_synthesize_refuses_unknown_out_suffix_before_any_work(fitted_with_ids, tmp_path, capsys, name):
+    from lopub.cli import main
+
+    syn, _ = fitted_with_ids
+    syn.save(tmp_path / "m.json")
+    capsys.readouterr()
+    out = tmp_path / name
+    assert main(["synthesize", str(tmp_path / "m.json"), "--n", "20", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    suffix = out.suffix or "(none)"
+    assert f"--out ('{out}') has the suffix '{suffix}'" in err
+    assert "expected one of ['.csv', '.parquet', '.pq']" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]  # no file, no stage left
+    # a missing model is not even read first: the suffix is refused before any work
+    assert main(["synthesize", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+    assert "--out" in capsys.readouterr().err

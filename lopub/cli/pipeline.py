@@ -175,10 +175,23 @@ def _warn_verdict(obj) -> None:
         warning(w, command="fit")
 
 
+#: suffixes ``lopub synthesize --out`` writes (CSV; Parquet for .parquet and .pq)
+RELEASE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def _check_release_suffix(path: str) -> None:
+    """Refuse, before any work, an ``--out`` whose suffix is no release format (it would be CSV)."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in RELEASE_SUFFIXES:
+        raise ValueError(f"--out ({path!r}) has the suffix {suffix or '(none)'!r}; a release is written as "
+                         f"CSV or Parquet by suffix: expected one of {list(RELEASE_SUFFIXES)}")
+
+
 def cmd_synthesize(a: argparse.Namespace) -> None:
     from lopub.model.graphical import Model
     from lopub.publish.synthesize import synthesize, write_release
 
+    _check_release_suffix(a.out)
     model = Model.load(a.model)
     where = _parse_where(a.where)
     df = synthesize(model, a.n, labels=a.labels, rng=a.seed, where=where or None)
@@ -306,7 +319,7 @@ def _register_synthesize(sub: argparse._SubParsersAction) -> None:
                    help="sample conditioned on this value (repeatable; exact under the model's junction "
                         "tree: every record has it, the rest drawn from P(. | conditions); a model's "
                         "relaxed regions then update the records, see docs/guide/conditional.md)")
-    s.add_argument("--out", required=True, help="output .csv or .parquet")
+    s.add_argument("--out", required=True, help="output .csv or .parquet (.pq); any other suffix is refused")
     s.add_argument("--json", action="store_true")
     add_verbosity(s)
     s.set_defaults(func=cmd_synthesize)
