@@ -84,3 +84,32 @@ def test_unnamed_column_with_values_names_file_and_position(tmp_path, capsys):
     assert main(["schema", str(p)]) == 2
     err = capsys.readouterr().err
     assert "excel.csv" in err and "column 3 of 3 has no name in the header row" in err
+
+
+def _salaries(tmp_path, n=200):
+    p = tmp_path / "sal.csv"
+    rng = np.random.default_rng(0)
+    sal = [f'"{v:,}"' if i % 20 else "N/A" for i, v in enumerate(rng.integers(20000, 200000, n))]
+    weight = [f'"{v:.1f}"'.replace(".", ",") for v in rng.normal(70, 10, n)]
+    p.write_text("salary,weight\n" + "\n".join(f"{s},{w}" for s, w in zip(sal, weight)) + "\n",
+                 encoding="utf-8")
+    return p
+
+
+def test_thousands_separators_are_read_as_numbers(tmp_path, capsys):
+    out = tmp_path / "d.json"
+    assert main(["schema", str(_salaries(tmp_path)), "--out", str(out), "--json"]) == 0
+    attrs = {a["name"]: a for a in json.loads(out.read_text())["attributes"]}
+    assert attrs["salary"]["kind"] == "integer"
+    assert "',' thousands separators" in capsys.readouterr().err
+
+
+def test_numbers_kept_as_text_get_a_hint(tmp_path):
+    import pandas as pd
+
+    from lopub import infer_schema
+
+    df = pd.read_csv(_salaries(tmp_path), dtype=str, keep_default_na=False)
+    notes = {c.column: " ".join(c.notes) for c in infer_schema(df).columns}
+    assert "thousands separators (123,456)" in notes["salary"] and "thousands=','" in notes["salary"]
+    assert "decimal comma (1,5)" in notes["weight"] and "--decimal ','" in notes["weight"]

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from lopub._util import check_int
-from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, _numbers, date_days
+from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, _numbers, date_days, respelled_numbers
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
 from lopub.data.schema_report import ColumnDecision, SchemaReport
@@ -219,9 +219,11 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
         for t in sorted(set(marks[marks.isin(o.na)])):  # loop over the few markers found
             notes.append(f"{t!r} ({int((marks == t).sum())} rows) may mark a missing value: kept as "
                          f"the category {t!r} (read it as missing with --na-values {t})")
+    hint = _respelled_note(present, o.na) if kind == "text" else []
+    notes += hint
     ident = None if keep_id or o.identifiers == "keep" else _identifier(kind, present, values)
     if ident is not None:
-        return None, ColumnDecision(name, kind, "excluded", (), share,
+        return None, ColumnDecision(name, kind, "excluded", (), share, tuple(hint) +
                                     (f"identifier-like ({ident}): left out; keep it with "
                                      f"infer_domain(df, identifiers='keep') or infer_domain(df, "
                                      f"columns=[...]) naming it (Synthesizer: pass that domain as "
@@ -371,6 +373,19 @@ def _missing_note(raw: pd.Series, missing: np.ndarray, o: _Options) -> str:
         raise DomainError(f"column {raw.name!r}: {int(missing.sum())} missing value(s){how}; "
                           f"missing='refuse' (--missing refuse) does not accept them")
     return f"{int(missing.sum())} missing{how}: {what}"
+
+
+def _respelled_note(present: pd.Series, na: frozenset) -> list[str]:
+    """A note when a text column's values (but the ``na`` markers) are all numbers written with
+    ',' thousands separators or a decimal comma (a CSV read without saying so)."""
+    text = present.astype(str).str.strip()
+    text = text[~text.isin(na)]
+    for decimal, how, read in ((".", "',' thousands separators (123,456)", "thousands=','"),
+                               (",", "a decimal comma (1,5)", "decimal=','")):
+        if respelled_numbers(text, decimal) is not None:
+            return [f"the values look like numbers written with {how}, not read as numbers; to read "
+                    f"them so: lopub --decimal {decimal!r} (pandas: read_csv(..., {read}))"]
+    return []
 
 
 def _warn_almost_numeric(col: pd.Series, name: str, max_categories: int) -> None:
