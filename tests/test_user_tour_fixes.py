@@ -105,7 +105,7 @@ def test_partial_plan_verdict_names_the_unmeasured_pairs_and_scopes_the_ok():
     from lopub.model.verdict import CAVEATS
 
     class Plan:  # a marginal-sampling source that measured (x, y), (y, z) and the one-ways
-        sets = [{"x", "y"}, {"y", "z"}, {"w"}]
+        sets = ({"x", "y"}, {"y", "z"}, {"w"})
 
         def covers(self, attrs):
             return any(set(attrs) <= s for s in self.sets)
