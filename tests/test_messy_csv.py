@@ -113,3 +113,48 @@ def test_numbers_kept_as_text_get_a_hint(tmp_path):
     notes = {c.column: " ".join(c.notes) for c in infer_schema(df).columns}
     assert "thousands separators (123,456)" in notes["salary"] and "thousands=','" in notes["salary"]
     assert "decimal comma (1,5)" in notes["weight"] and "--decimal ','" in notes["weight"]
+
+
+def _dates(n=60, first_day=False):
+    import pandas as pd
+
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(n) * 6, "D")
+    stamps = pd.Timestamp("2023-01-01") + pd.to_timedelta(np.arange(n) * 100_003, "s")
+    return pd.DataFrame({"us": days.strftime("%m/%d/%Y"), "eu": days.strftime("%d/%m/%Y"),
+                         "seen": stamps.strftime("%Y-%m-%d %H:%M:%S")})
+
+
+def test_us_dates_are_dates_and_day_first_ones_get_a_note():
+    from lopub import Dataset, infer_schema
+
+    df = _dates()
+    report = infer_schema(df, bins=4, max_categories=5)
+    us, eu = report.domain["us"], {c.column: c for c in report.columns}["eu"]
+    assert us.kind == "date" and us.binning is not None and us.categories[0].startswith("[2020-01-01")
+    assert eu.kind == "text" and "look like dates ../../YYYY with day first" in " ".join(eu.notes)
+    codes = Dataset.from_pandas(df, report.domain).codes[:, 0]
+    iso = infer_schema(df.assign(us=pd_iso(df["us"])), bins=4, max_categories=5).domain["us"]
+    assert us.binning == iso.binning and np.array_equal(codes, np.sort(codes))
+
+
+def pd_iso(col):
+    import pandas as pd
+
+    return pd.to_datetime(col, format="%m/%d/%Y").dt.strftime("%Y-%m-%d")
+
+
+def test_ambiguous_slash_dates_stay_text_with_a_note():
+    import pandas as pd
+
+    from lopub import infer_schema
+
+    df = pd.DataFrame({"d": [f"{m:02d}/{d:02d}/2021" for m in range(1, 13) for d in range(1, 13)] * 2})
+    col = infer_schema(df).columns[0]
+    assert col.kind == "text" and "day and month order unclear" in " ".join(col.notes)
+
+
+def test_time_of_day_dropped_is_said():
+    from lopub import infer_schema
+
+    col = {c.column: c for c in infer_schema(_dates(), bins=4, max_categories=5).columns}["seen"]
+    assert col.kind == "date" and "time of day dropped" in " ".join(col.notes)

@@ -8,8 +8,10 @@ steward to review before collecting.  Rules, column by column:
   missing-value cells (``na_values``, by default :data:`NA_TOKENS`) are set
   aside, is numeric: ``integer`` when every value is integral, else
   ``number``; ``boolean`` for a bool column or the labels true/false; ``date``
-  for datetime values or ISO dates (``2024-01-31``, optionally with a time);
-  else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
+  for datetime values or ISO dates (``2024-01-31``, optionally with a time; binned,
+  a time of day is dropped, with a note) or US dates (``01/31/2024``, when some
+  second field is above 12 and no first field is; other ``../../YYYY`` dates stay
+  text with a note); else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
 * **identifiers**: a text column whose values are unique in at least 90 % of
   its (>= 20) rows, or an integer column of N >= 1,000 distinct values filling
   a range of at most 2 N (a row number), is identifier-like and left out (``identifiers="keep"``, or
@@ -68,6 +70,7 @@ PRIVACY_NOTE = ("this schema's categories and bin edges were computed from the r
                 "acceptable; otherwise write the schema from public knowledge (a data dictionary, "
                 "declared --bounds with equal-width bins, --edges) and mark it \"provenance\": \"public\"")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$")
+_SLASH_DATE = re.compile(r"^\d{1,2}/\d{1,2}/\d{4}$")  # 01/31/2024 (US) or 31/01/2024
 _PANDAS_UNNAMED = re.compile(r"^Unnamed: \d+$")  # pandas' name of a column without a header
 _BOOLEAN = ("True", "False")  # as pandas writes booleans: other spellings stay text labels
 
@@ -220,6 +223,10 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
             notes.append(f"{t!r} ({int((marks == t).sum())} rows) may mark a missing value: kept as "
                          f"the category {t!r} (read it as missing with --na-values {t})")
     hint = _respelled_note(present, o.na) if kind == "text" else []
+    order = _slash_dates(present.astype(str).str.strip()) if kind == "text" else None
+    if order is not None:
+        hint.append(f"the values look like dates ../../YYYY with {order}: kept as text; write them "
+                    f"as YYYY-MM-DD to have them read as dates")
     notes += hint
     ident = None if keep_id or o.identifiers == "keep" else _identifier(kind, present, values)
     if ident is not None:
@@ -248,6 +255,9 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     elif len(cats) > 50 and kind == "text":
         notes.append(f"{len(cats)} categories: kept, but only protocols that carry large domains "
                      f"(one attribute per user, Bloom reports) estimate it well")
+    if kind == "date" and binning is not None and np.any(values != np.floor(values)):
+        notes.append("the values have a time of day: the bins are of days and a release gives "
+                     "dates at midnight (time of day dropped)")
     attr = Attribute(name, cats, binning, kind, label)
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
 
@@ -272,12 +282,26 @@ def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.nda
     labels = rest.astype(str).str.strip()
     if labels.size and labels.isin(_BOOLEAN).all():
         return "boolean", None, missing
-    if labels.size and labels.str.match(_ISO_DATE).all():
+    if labels.size and (labels.str.match(_ISO_DATE).all() or _slash_dates(labels) == "month first"):
         try:
             return "date", date_days(rest, str(raw.name)), missing
         except DomainError:
             pass
     return "text", None, missing
+
+
+def _slash_dates(labels: pd.Series) -> str | None:
+    """The order of ``MM/DD/YYYY`` or ``DD/MM/YYYY`` dates: ``"month first"`` when some second
+    field is above 12 and no first field is (US dates), ``"day first"`` the other way round,
+    ``"day and month order unclear"`` when no field is above 12 or both are; None when the labels
+    are not all such dates."""
+    if not labels.size or not labels.str.fullmatch(_SLASH_DATE).all():
+        return None
+    parts = labels.str.split("/", expand=True).astype(int)
+    first, second = int(parts[0].max()), int(parts[1].max())
+    if (first > 12) == (second > 12) or max(first, second) > 31:
+        return "day and month order unclear"
+    return "month first" if second > 12 else "day first"
 
 
 def _canonical(labels: tuple[str, ...]) -> bool:
