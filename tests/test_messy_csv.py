@@ -158,3 +158,16 @@ def test_time_of_day_dropped_is_said():
 
     col = {c.column: c for c in infer_schema(_dates(), bins=4, max_categories=5).columns}["seen"]
     assert col.kind == "date" and "time of day dropped" in " ".join(col.notes)
+
+
+def test_sentinel_value_gets_its_own_bin_not_a_gap():
+    from lopub.data.schema_bins import numeric_binning
+
+    rng = np.random.default_rng(0)
+    h = np.round(rng.normal(170, 10, 1000))
+    h[:40] = -999  # 4 %: below the 5 % of a point mass, far below every height
+    b, notes = numeric_binning(h, 8)
+    assert -999 in b.points and min(b.edges) > 100
+    assert any("far from every other value" in n for n in notes)
+    b, _ = numeric_binning(np.round(rng.lognormal(8, 1, 1000)), 8)  # a long tail is no sentinel
+    assert b.points == ()

@@ -4,7 +4,9 @@ Inferred bins never collapse a column: a value holding at least
 ``max(1/bins, 5 %)`` of the rows is a point mass with a bin of its own, the
 other values get quantile bins (``bins`` minus the points, at least one; for
 integer data the edges are rounded up to integers, which keeps every value in
-its bin), and an empty interval is merged into its neighbour.
+its bin), and an empty interval is merged into its neighbour.  A lowest or highest value
+holding at least 1 % of the rows and lying farther from the next value than the
+others span (a sentinel such as ``-999``) also gets a bin of its own, with a note.
 """
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from lopub.data.domain import Binning, _fmt
 
 #: a value holding at least this share of the rows (and 1/bins) is a point mass
 POINT_SHARE = 0.05
+#: a lowest or highest value this share of the rows, farther from the next value than the others
+#: span, is a sentinel (``-999``) with a bin of its own
+SENTINEL_SHARE = 0.01
 
 
 def auto_bins(n: int) -> int:
@@ -44,6 +49,8 @@ def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list
     uniq, counts = np.unique(x, return_counts=True)
     share = counts / x.size
     points = uniq[share >= max(1.0 / max(bins, 1), POINT_SHARE)]
+    far = _sentinels(uniq, share)
+    points = np.union1d(points, far)
     rest = x[~np.isin(x, points)]
     if np.unique(rest).size < 2:
         return None, []
@@ -51,9 +58,24 @@ def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list
     if np.all(x == np.round(x)):  # integers: integer edges hold the same integers ([57.5, 60) = [58, 60))
         edges = np.ceil(edges)
     edges = _drop_empty(np.unique(edges), rest)
-    notes = [f"{_fmt(p)} is {100 * s:.1f}% of the rows: a bin of its own"
+    notes = [f"{_fmt(p)} is {100 * s:.1f}% of the rows: a bin of its own" + (
+             " (far from every other value: if it codes a missing value, read it as missing: "
+             "--na-values with the value as written in the file)" if p in far else "")
              for p, s in zip(points, share[np.isin(uniq, points)])]
     return Binning(tuple(edges), tuple(points)), notes + ["quantile bins (inferred from the data)"]
+
+
+def _sentinels(uniq: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """The lowest or highest distinct value when it holds at least :data:`SENTINEL_SHARE` of the
+    rows and lies farther from the next value than the other values span (-999 below heights
+    of 140 to 200): a sentinel, whose quantile bin would span an empty gap."""
+    out = []
+    if uniq.size >= 3:
+        if share[0] >= SENTINEL_SHARE and uniq[1] - uniq[0] > uniq[-1] - uniq[1]:
+            out.append(uniq[0])
+        if share[-1] >= SENTINEL_SHARE and uniq[-1] - uniq[-2] > uniq[-2] - uniq[0]:
+            out.append(uniq[-1])
+    return np.asarray(out, dtype=float)
 
 
 def _drop_empty(grid: np.ndarray, rest: np.ndarray) -> np.ndarray:
