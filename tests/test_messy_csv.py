@@ -171,3 +171,24 @@ def test_sentinel_value_gets_its_own_bin_not_a_gap():
     assert any("far from every other value" in n for n in notes)
     b, _ = numeric_binning(np.round(rng.lognormal(8, 1, 1000)), 8)  # a long tail is no sentinel
     assert b.points == ()
+
+
+def test_case_variants_get_a_note_and_are_kept_apart():
+    import pandas as pd
+
+    from lopub import infer_schema
+
+    df = pd.DataFrame({"news": ["yes", "Yes", "YES", "y", "no", "No", "n"] * 10})
+    col = infer_schema(df).columns[0]
+    assert len(col.categories) == 7
+    assert "differing only in case may be one value ('No', 'no'; 'YES', 'Yes', 'yes')" in " ".join(col.notes)
+
+
+def test_total_cells_of_a_wide_schema_in_scientific_form():
+    import pandas as pd
+
+    from lopub import infer_schema
+
+    df = pd.DataFrame({f"c{j:03d}": list("abcde") * 20 for j in range(200)})
+    text = infer_schema(df).table()
+    assert "total cells: 6.2e139" in text  # 5 ** 200 has 140 digits

@@ -250,6 +250,8 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     if missing.any() and o.missing == "category":
         label = _missing_label(cats)
         cats = cats + (label,)
+    if kind == "text":
+        notes += _case_note(cats)
     if len(cats) == 1:
         notes.append("one category: the column is constant, carries no information and costs no budget")
     elif len(cats) > 50 and kind == "text":
@@ -288,6 +290,20 @@ def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.nda
         except DomainError:
             pass
     return "text", None, missing
+
+
+def _case_note(cats: tuple[str, ...]) -> list[str]:
+    """A note naming the categories that differ only in case (``Yes``, ``yes``, ``YES``): they may
+    be one value (kept apart: only the data steward knows)."""
+    groups: dict[str, list[str]] = {}
+    for c in cats:  # loop over categories
+        groups.setdefault(c.casefold(), []).append(c)
+    same = [g for g in groups.values() if len(g) > 1]
+    if not same:
+        return []
+    shown = "; ".join(", ".join(repr(c) for c in g) for g in same[:5])
+    return [f"categories differing only in case may be one value ({shown}): kept apart; write them "
+            f"alike in the data to merge them"]
 
 
 def _slash_dates(labels: pd.Series) -> str | None:

@@ -69,7 +69,7 @@ class SchemaReport:
         widths = [max(len(r[i]) for r in rows) for i in range(6)]
         lines = ["  ".join(v.ljust(w) for v, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
         lines.append(f"rows: {self.n}; bins: {self.bins}; raw values kept up to {self.max_categories} "
-                     f"distinct; attributes: {len(self.domain)}; total cells: {self.domain.cells()}")
+                     f"distinct; attributes: {len(self.domain)}; total cells: {_count(self.domain.cells())}")
         lines.append(f"provenance: {self.domain.provenance}")
         if self.privacy_note:
             lines.append(f"privacy: {self.privacy_note}")
@@ -77,3 +77,9 @@ class SchemaReport:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _count(n: int) -> str:
+    """An integer as written up to 15 digits, else in scientific form (``1.2e128``)."""
+    digits = str(n)
+    return digits if len(digits) <= 15 else f"{digits[0]}.{digits[1]}e{len(digits) - 1}"
