@@ -36,7 +36,9 @@ def _bloom_alternative(domain: Domain, report: PlanReport, key: str | None) -> A
     from lopub.collect.bloom_cost import predict_bloom
     from lopub.collect.twophase import Alternative
 
-    if "bloom" in report.refused:
+    from lopub.collect.planner import BLOOM_AUTO_MAX_D
+
+    if "bloom" in report.refused or len(domain) > BLOOM_AUTO_MAX_D:  # its fit's cost (planner docstring)
         return None
     h, eps = report.option("bloom").params["h"], report.epsilon
 
