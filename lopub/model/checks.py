@@ -22,7 +22,9 @@ approximation, the reason for the margins below).
 2. **uniform / independence**: columns whose measurement differs from
    uniform significantly but whose model marginal does not (the model lost
    the signal); measured pairs with significant dependence that the model
-   holds as independent.
+   holds as independent.  A signal lost under the shrinkage priors names a column that holds
+   more than half of the one-way cells (its table dilutes the priors' pooled spread and pulls the
+   others towards uniform; :mod:`lopub.model.pgm.shrink`) and what to do about it.
 3. **lost-dependency**: measured pairs outside every clique with a
    significant and strong (Cramer's V >= ``STRONG_V``) dependence that the
    model's implied table (by inference) misses significantly, keeping less
@@ -105,7 +107,8 @@ def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, An
     """
     ms = [m for m in (as_measurement(t) for t in measurements) if m is not None]
     stats = TableStats.of(model, ms)
-    found = fit_check(stats) + uniform_check(stats, n=n, epsilon=epsilon) + independence_check(stats)
+    shrunk = bool(fit) and fit.get("shrinkage") is not None
+    found = fit_check(stats) + uniform_check(stats, n=n, epsilon=epsilon, shrunk=shrunk) + independence_check(stats)
     found += lost_dependency_check(stats) + small_groups_check(groups or []) + convergence_check(fit, stats)
     found += unmeasured_check(stats, unmeasured or [])
     return Verdict.of(found)
@@ -144,8 +147,12 @@ def fit_check(stats: TableStats) -> list[Finding]:
     return out
 
 
-def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | None = None) -> list[Finding]:
-    """Checks 2, 4 and 5 (one-way): signal lost by the model, constant columns, columns lost in noise."""
+def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | None = None,
+                  shrunk: bool = False) -> list[Finding]:
+    """Checks 2, 4 and 5 (one-way): signal lost by the model, constant columns, columns lost in noise.
+
+    ``shrunk``: the fit had the shrinkage priors (:mod:`lopub.model.pgm.shrink`); a lost signal then names
+    a column holding most of the one-way cells, whose table dilutes the prior's pooled spread."""
     kinds: dict[str, list[str]] = {"constant": [], "lost": [], "swamped": [], "flat": [], "kept": []}
     noise = {}
     tests = max(len(stats.one), 1)
@@ -161,15 +168,33 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
     signal = kinds["lost"] + kinds["kept"]
     if kinds["lost"]:
         fatal = 2 * len(kinds["lost"]) >= len(signal)
+        figs: dict[str, Any] = {"columns": kinds["lost"], "significant": len(signal)}
         out.append(Finding("uniform", "fatal" if fatal else "caveat", f"The model's distribution of "
                            f"{_names(kinds['lost'])} is uniform although the measurements differ from "
                            f"uniform far beyond their noise ({len(kinds['lost'])} of {len(signal)} such "
-                           "columns): the release does not hold what was measured.",
-                           {"columns": kinds["lost"], "significant": len(signal)}))
+                           "columns): the release does not hold what was measured." +
+                           (_dilution(stats, kinds, figs) if shrunk else ""), figs))
     elif signal:
         out.append(Finding("uniform", "ok", f"The model keeps every column's measured distribution "
                            f"({len(signal)} differ from uniform beyond the noise).", {"significant": len(signal)}))
     return out + _noise_findings(kinds, noise, informative, n, epsilon)
+
+
+def _dilution(stats: TableStats, kinds: dict[str, list[str]], figs: dict[str, Any]) -> str:
+    """A hint where one column holds most of the one-way cells: the shrinkage prior's spread is pooled
+    per cell over all one-way tables, so that column's table pulls the others towards uniform
+    (lopub/model/pgm/shrink.py, "Known weakness")."""
+    cells = {a: int(t.m.values.size) for a, t in stats.one.items() if a not in kinds["constant"]}
+    if len(cells) < 2:
+        return ""
+    big = max(cells, key=lambda a: cells[a])
+    total = sum(cells.values())
+    if 2 * cells[big] <= total or big in kinds["lost"]:
+        return ""
+    figs.update(dominant=big, dominant_cells=cells[big], one_way_cells=total)
+    return (f" Column {big!r} holds {cells[big]:,} of the {total:,} one-way cells, and the shrinkage prior's "
+            "spread is pooled over all cells, so its table pulls the others towards uniform: leave it out or "
+            "merge its categories, or fit without shrinkage (lopub fit --no-shrink; fit(..., shrink=False)).")
 
 
 def _noise_findings(kinds: dict[str, list[str]], noise: dict[str, float], informative: int,
