@@ -41,7 +41,8 @@ approximation, the reason for the margins below).
 7. **unmeasured-pairs**: attribute pairs the collection never measured (a
    marginal-sampling plan covers some pairs only; a one-attribute plan none):
    the release holds them only through the model's structure (independence
-   where no clique links them) and no check above can judge them -- a caveat.
+   where no clique links them) and no check above can judge them -- a caveat where at least
+   half of the pairs were never measured, else a note.
 """
 from __future__ import annotations
 
@@ -305,14 +306,19 @@ def lost_dependency_check(stats: TableStats) -> list[Finding]:
 
 
 def unmeasured_check(stats: TableStats, unmeasured: Sequence[Sequence[str]]) -> list[Finding]:
-    """Check 7: attribute pairs the collection never measured (a caveat: the checks cannot see them)."""
+    """Check 7: attribute pairs the collection never measured (the checks cannot see them): a caveat
+    where at least half of the pairs were never measured (one attribute per user, a plan cut hard to fit
+    its users), else a note listing them -- a warning on every plan that leaves out a few pairs it
+    predicted not to pay off would be one users learn to ignore; the "ok" of the independence check
+    says how many pairs it could check."""
     if not unmeasured:
         return []
     total = _pair_count(stats)
+    severity = "caveat" if 2 * len(unmeasured) >= total else "info"
     linked = [p for p in unmeasured if any(set(p) <= set(c) for c in stats.model.tree.cliques)]
     inferred = (f"; {len(linked)} of them share a clique, their table inferred from the measured ones"
                 if linked else "")
-    return [Finding("unmeasured-pairs", "caveat", f"{len(unmeasured)} of {total} attribute pairs were never "
+    return [Finding("unmeasured-pairs", severity, f"{len(unmeasured)} of {total} attribute pairs were never "
                     f"measured by the collection, e.g. {_sets([tuple(p) for p in unmeasured])}: the release "
                     "holds them only through the model's structure (independence where no clique links "
                     f"them{inferred}), and no check here can tell whether they depend on each other.",
