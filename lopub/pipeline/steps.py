@@ -316,7 +316,8 @@ def _check_capacity(cache: MarginalCache, clique_budget: int, release: str, memo
                 f"clique_budget ({clique_budget} cells) admits models whose fit needs up to "
                 f"{need / 2**20:,.0f} MiB ({d} cliques x {BYTES_PER_CELL} bytes per cell), above the "
                 f"model-fit memory budget ({memory_budget / 2**20:,.0f} MiB); lower clique_budget "
-                f"or raise fit_options['memory_budget']")
+                f"(lopub fit --clique-budget N) or raise that budget (in Python, "
+                f"fit(..., fit_options={{'memory_budget': bytes}}))")
         return
     # "cliques": the tree is not known yet; each clique is checked against the estimator
     # after the graph and before the first clique estimation (_release_cliques)
