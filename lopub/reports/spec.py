@@ -67,8 +67,9 @@ def bloom_matrix(key: str, attr: str, salt: int, labels: Sequence[str], h: int, 
 def optimal_bloom(size: int, fp_rate: float) -> tuple[int, int]:
     """(m, h) for a value set of ``size`` at false-positive rate ``fp_rate`` (Eq. 6-7)."""
     fp_rate = check_open_unit("fp_rate", fp_rate)
-    m = math.ceil(math.log(1 / fp_rate) / math.log(2) ** 2 * size)
-    h = max(1, round(math.log(1 / fp_rate) / math.log(2)))
+    bits = -math.log(fp_rate)  # not log(1 / fp_rate): 1 / a subnormal rate overflows to inf
+    m = math.ceil(bits / math.log(2) ** 2 * size)
+    h = max(1, round(bits / math.log(2)))
     return max(m, h), h
 
 

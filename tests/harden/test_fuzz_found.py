@@ -1,4 +1,6 @@
 """Defects the generated cases of issue 25 found (pipelines/bad_inputs.py --fuzz)."""
+import math
+
 import numpy as np
 
 from lopub.collect.compare import compare
@@ -94,3 +96,13 @@ def test_lock_dies_with_its_process_not_with_its_pool_workers(tmp_path):
             pass
     finally:
         os.kill(worker, signal.SIGKILL)
+
+
+def test_a_subnormal_false_positive_rate_gives_a_bloom_size_not_an_overflow():
+    # found by test_cli_numeric_options (`lopub encode --fp-rate 2.2250738585e-313`): 1 / fp_rate was inf
+    from lopub.reports.spec import optimal_bloom
+
+    m, h = optimal_bloom(3, 2.2250738585e-313)
+    assert (m, h) == (math.ceil(-math.log(2.2250738585e-313) / math.log(2) ** 2 * 3),
+                      round(-math.log(2.2250738585e-313) / math.log(2)))
+    assert optimal_bloom(3, 0.01) == (math.ceil(math.log(100) / math.log(2) ** 2 * 3), round(math.log(100) / math.log(2)))
