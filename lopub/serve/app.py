@@ -118,6 +118,8 @@ class Service:
 
     def __init__(self, cfg: ServeConfig) -> None:
         self.cfg = cfg
+        for name, c in cfg.collections.items():  # refuse another plan than the stored reports'
+            cfg.store.expect(name, c.kind, c.params_id)
         self.writer = GroupWriter(cfg.store)
         self.limit = RateLimit(cfg.rate, cfg.burst)
         self.descriptions = {n: c.describe() for n, c in cfg.collections.items()}

@@ -74,9 +74,41 @@ def build_config(options: dict[str, Any]) -> Any:
     from lopub.serve.tokens import load_secret
 
     o = resolve(options)
-    return ServeConfig(parse_collections(o["collections"]), open_store(o["store"]),
-                       load_secret(o["secret_file"]), relay_key=read_relay_key(o.get("relay_key_file")),
-                       max_body=int(o["max_body"]), rate=float(o["rate"]), burst=2 * float(o["rate"]))
+    collections = parse_collections(o["collections"])
+    try:
+        store = open_store(o["store"])
+    except (OSError, ValueError) as exc:  # a missing folder, a read-only file or file system
+        raise ValueError(f"--store ({o['store']}) cannot be used to store reports: {exc}") from None
+    try:
+        check_store(store, collections)
+        return ServeConfig(collections, store, load_secret(o["secret_file"]),
+                           relay_key=read_relay_key(o.get("relay_key_file")), max_body=int(o["max_body"]),
+                           rate=float(o["rate"]), burst=2 * float(o["rate"]))
+    except BaseException:
+        store.close()
+        raise
+
+
+def check_store(store: Any, collections: dict[str, Collection]) -> None:
+    """Have ``store`` check each collection's recorded plan or spec id and record it with its
+    first report.  Reports stored before stores recorded ids (older versions of lopub) cannot
+    be checked: the id of the plan served is recorded now, with a warning saying so.
+
+    Raises :class:`~lopub.serve.storage.PlanMismatchError` naming the collection, the store
+    and both ids.
+    """
+    import warnings
+
+    from lopub.serve.storage import ID_LABEL
+
+    for name, c in collections.items():
+        store.expect(name, c.kind, c.params_id)
+        if store.recorded(name) is None and store.count(name) > 0:
+            warnings.warn(f"store {store.where!r} holds {store.count(name)} reports of collection "
+                          f"{name!r} from before stores recorded plans: it cannot check they were "
+                          f"collected under this {'plan' if c.kind == 'marginal' else 'spec'}; "
+                          f"recording {ID_LABEL[c.kind]} {c.params_id!r} for them now", stacklevel=2)
+            store.record(name)
 
 
 def app_from_env() -> Any:

@@ -11,12 +11,13 @@ accounting (:mod:`lopub.reports.shuffle`) assumes.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 
 from lopub.serve.protocol import Collection
-from lopub.serve.storage import Store
+from lopub.serve.storage import ID_LABEL, PlanMismatchError, Store, mismatch_message
 
 
 def decode_group(c: Collection, i: int, blobs: list[bytes]) -> np.ndarray:
@@ -33,8 +34,31 @@ def decode_group(c: Collection, i: int, blobs: list[bytes]) -> np.ndarray:
     return np.unpackbits(raw.reshape(-1, (k + 7) // 8), axis=1, count=k).astype(bool)
 
 
+def check_recorded(store: Store, c: Collection) -> bool:
+    """Whether the store recorded ``c``'s plan or spec id (``False``: a store from before ids were
+    recorded, which cannot be checked; a warning says so).
+
+    Raises :class:`~lopub.serve.storage.PlanMismatchError` if it recorded another id: the
+    reports were made under another plan or spec and would be relabelled.
+    """
+    rec = store.recorded(c.name)
+    if rec is not None and rec[1] != c.params_id:
+        raise PlanMismatchError(mismatch_message(c.name, store.where, rec[0], rec[1], c.params_id))
+    if rec is None and store.count(c.name) > 0:
+        warnings.warn(f"store {store.where!r} has no plan record for collection {c.name!r} (its "
+                      f"reports were stored before stores recorded plans): it cannot check they "
+                      f"were collected under the {'plan' if c.kind == 'marginal' else 'spec'} given "
+                      f"({ID_LABEL[c.kind]} {c.params_id!r})", stacklevel=2)
+    return rec is not None
+
+
 def shuffled_reports(store: Store, c: Collection, *, rng: np.random.Generator | int | None = None) -> Any:
-    """``MarginalReports`` or ``Reports`` of everything stored for ``c``, in random order."""
+    """``MarginalReports`` or ``Reports`` of everything stored for ``c``, in random order.
+
+    Refuses (:class:`~lopub.serve.storage.PlanMismatchError`) a ``c`` whose plan or spec
+    is not the one the store recorded for its reports.
+    """
+    check_recorded(store, c)
     subsets, payloads = store.fetch(c.name)
     perm = np.random.default_rng(rng).permutation(subsets.shape[0])  # rng=None: OS entropy
     subsets = subsets[perm]

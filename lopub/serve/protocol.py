@@ -57,6 +57,17 @@ class Collection:
         p = self.params
         return float(p.epsilon if self.kind == "marginal" else p.summary()["epsilon_per_record"])
 
+    @property
+    def params_id(self) -> str:
+        """The plan's ``plan_id``, or for a Bloom spec the first 16 hex digits of the SHA-256
+        of its canonical JSON (sorted keys, no spaces): what the store records."""
+        if self.kind == "marginal":
+            return str(self.params.plan_id)
+        import hashlib
+
+        text = json.dumps(self.params.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
     @classmethod
     def load(cls, name: str, path: str | os.PathLike) -> "Collection":
         """Read a plan or spec JSON file (``lopub-marginal-plan`` or ``lopub-spec``)."""

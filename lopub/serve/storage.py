@@ -2,7 +2,13 @@
 
 Two tables, deliberately unlinked: ``used_tokens (collection, nonce)`` makes
 every token single-use, ``reports (id, collection, subset, payload)`` holds
-the randomized reports.  A report row has no token, no arrival time and no
+the randomized reports.  A third, ``collections (collection, kind,
+params_id)``, records the plan_id (marginal plans) or spec id (Bloom specs)
+a collection's reports were made under, written with its first report; a
+store refuses to serve or export a collection under another plan or spec
+(:class:`PlanMismatchError`).  Stores written before that table existed
+are read as they are: their first new report records the plan served,
+and until then the plan of their older reports cannot be checked.  A report row has no token, no arrival time and no
 address; both rows of a report are written in one transaction, committed
 (SQLite: WAL with ``synchronous=FULL``; PostgreSQL: synchronous commit)
 before the service acknowledges.
@@ -18,6 +24,7 @@ import os
 import queue
 import sqlite3
 import threading
+import urllib.parse
 from typing import Sequence
 
 import numpy as np
@@ -30,13 +37,63 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS reports (id {serial} PRIMARY KEY, collection TEXT NOT NULL, "
     "subset INTEGER NOT NULL, payload {blob} NOT NULL)",
     "CREATE INDEX IF NOT EXISTS reports_collection ON reports (collection)",
+    "CREATE TABLE IF NOT EXISTS collections (collection TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+    "params_id TEXT NOT NULL)",
 )
+ID_LABEL = {"marginal": "plan_id", "bloom": "spec id"}
+
+
+class PlanMismatchError(ValueError):
+    """A collection's stored reports were made under another plan or spec than the one given."""
+
+
+def mismatch_message(name: str, where: str, kind: str, recorded: str, given: str) -> str:
+    """The message of :class:`PlanMismatchError` (collection, store, both ids, what to do)."""
+    label = ID_LABEL.get(kind, "id")
+    what = "plan" if kind == "marginal" else "spec"
+    return (f"collection {name!r} in store {where!r} was collected under {label} {recorded!r}, but "
+            f"the {what} given has {label} {given!r}: its reports would be relabelled or mixed with "
+            f"another {what}'s. Serve or export {name!r} with the {what} it was collected under, "
+            f"or collect under the new {what} with another collection name or --store")
 
 
 class Store:
     """Common logic; subclasses give the connection and the SQL dialect."""
 
     param = "?"
+    where = "?"  # the store for messages (a file path, a URL without its password)
+    _expected: dict[str, tuple[str, str]]  # collection -> (kind, id) to record with its first report
+    _bound: set[str]  # collections whose record is known to match (records never change)
+
+    def _has_table(self, name: str) -> bool:
+        return True
+
+    def recorded(self, collection: str) -> tuple[str, str] | None:
+        """``(kind, plan_id or spec id)`` recorded for ``collection``, or ``None`` (none yet,
+        or a store written before the record existed)."""
+        if not self._has_table("collections"):
+            return None
+        rows = self._execute(f"SELECT kind, params_id FROM collections WHERE collection = {self.param}",
+                             [collection])
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def collections(self) -> list[str]:
+        """Names of the collections with stored reports."""
+        if not self._has_table("reports"):
+            return []
+        return sorted(str(r[0]) for r in self._execute("SELECT DISTINCT collection FROM reports"))
+
+    def expect(self, collection: str, kind: str, params_id: str) -> None:
+        """Check ``collection``'s record against ``params_id`` and have its first report record it.
+
+        Raises :class:`PlanMismatchError` if the store recorded another id.
+        """
+        rec = self.recorded(collection)
+        if rec is not None and rec[1] != params_id:
+            raise PlanMismatchError(mismatch_message(collection, self.where, rec[0], rec[1], params_id))
+        self._expected[collection] = (kind, params_id)
+        if rec is not None:
+            self._bound.add(collection)
 
     def _execute(self, sql: str, args: Sequence = ()) -> list:
         raise NotImplementedError
@@ -61,12 +118,40 @@ class Store:
         """
         self._begin()
         try:
+            bound = self._record({s[0] for s in submissions})
             out = [self._write_one(*s) for s in submissions]  # a few per transaction
             self._commit()
         except BaseException:
             self._rollback()
             raise
+        self._bound.update(bound)
         return out
+
+    def record(self, collection: str) -> None:
+        """Record the id :meth:`expect` gave for ``collection`` now (before its next report)."""
+        self._begin()
+        try:
+            bound = self._record({collection})
+            self._commit()
+        except BaseException:
+            self._rollback()
+            raise
+        self._bound.update(bound)
+
+    def _record(self, names: set[str]) -> set[str]:
+        """Inside the write transaction: record (or check) the id of each expected collection."""
+        expected = self._expected
+        todo = [n for n in names if n in expected and n not in self._bound]
+        ph = self.param
+        for name in todo:  # once per collection and process: a record never changes
+            kind, pid = expected[name]
+            self._execute(f"INSERT INTO collections (collection, kind, params_id) VALUES ({ph},{ph},{ph}) "
+                          "ON CONFLICT DO NOTHING", [name, kind, pid])
+            rows = self._execute(f"SELECT kind, params_id FROM collections WHERE collection = {ph}", [name])
+            if str(rows[0][1]) != pid:  # another process recorded another plan meanwhile
+                raise PlanMismatchError(mismatch_message(name, self.where, str(rows[0][0]),
+                                                         str(rows[0][1]), pid))
+        return set(todo)
 
     def _write_one(self, collection: str, nonces: Sequence[bytes], subsets: Sequence[int],
                    payloads: Sequence[bytes]) -> list[bool]:
@@ -91,11 +176,15 @@ class Store:
 
     def count(self, collection: str) -> int:
         """Reports stored for ``collection``."""
+        if not self._has_table("reports"):
+            return 0
         return int(self._execute(f"SELECT COUNT(*) FROM reports WHERE collection = {self.param}",
                                  [collection])[0][0])
 
     def fetch(self, collection: str) -> tuple[np.ndarray, list[bytes]]:
         """Subset ids and payloads of every stored report of ``collection`` (storage order)."""
+        if not self._has_table("reports"):
+            return np.zeros(0, dtype=np.int64), []
         rows = self._execute(f"SELECT subset, payload FROM reports WHERE collection = {self.param}",
                              [collection])
         return (np.array([r[0] for r in rows], dtype=np.int64).reshape(-1),
@@ -108,15 +197,52 @@ class Store:
 class SQLiteStore(Store):
     """SQLite file in WAL mode with ``synchronous=FULL`` (durable at commit)."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
-        self.path = str(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                   timeout=30.0)
+    def __init__(self, path: str | os.PathLike, *, readonly: bool = False) -> None:
+        """Open (creating it unless ``readonly``) the store ``path``.
+
+        A writable store is checked writable here, with a write transaction
+        that is rolled back: a read-only file, folder or file system raises
+        ``PermissionError`` and a missing folder ``FileNotFoundError``, before
+        anyone is told to send a report.  ``readonly`` opens an existing file
+        without changing it (``FileNotFoundError`` if there is none).
+        """
+        self.path = self.where = str(path)
+        self._expected, self._bound = {}, set()
         self._lock = threading.Lock()
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        for sql in _SCHEMA:
-            self._db.execute(sql.format(blob="BLOB", serial="INTEGER"))
+        if readonly:
+            if not os.path.isfile(self.path):
+                raise FileNotFoundError(f"store ({self.path!r}) does not exist")
+            uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                                       timeout=30.0)
+            return
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"store ({self.path!r}): folder {folder!r} does not exist")
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                       timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            for sql in _SCHEMA:
+                self._db.execute(sql.format(blob="BLOB", serial="INTEGER"))
+            self._probe_write()
+        except sqlite3.Error as exc:
+            raise PermissionError(f"store ({self.path!r}) cannot be written: {exc}") from None
+
+    def _probe_write(self) -> None:
+        """A write in a transaction that is rolled back: fails on a read-only store."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            self._db.execute(f"PRAGMA user_version = {version}")
+            self._db.execute("CREATE TABLE lopub_write_probe (x INTEGER)")
+        finally:
+            self._db.execute("ROLLBACK")
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                     [name]).fetchall())
 
     def _execute(self, sql: str, args: Sequence = ()) -> list:
         return self._db.execute(sql, list(args)).fetchall()
@@ -148,6 +274,14 @@ class SQLiteStore(Store):
         with self._lock:
             return super().fetch(collection)
 
+    def recorded(self, collection: str) -> tuple[str, str] | None:
+        with self._lock:
+            return super().recorded(collection)
+
+    def collections(self) -> list[str]:
+        with self._lock:
+            return super().collections()
+
     def close(self) -> None:
         self._db.close()
 
@@ -157,16 +291,26 @@ class PostgresStore(Store):
 
     param = "%s"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, readonly: bool = False) -> None:
         import psycopg
 
         self.url = url
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc if parts.password is None else parts.netloc.replace(
+            ":" + parts.password + "@", ":***@")
+        self.where = urllib.parse.urlunsplit(parts._replace(netloc=netloc))  # no password in messages
+        self._expected, self._bound = {}, set()
         self._db = psycopg.connect(url, autocommit=False)
         self._lock = threading.Lock()
+        if readonly:
+            return
         with self._lock:
             for sql in _SCHEMA:
                 self._db.execute(sql.format(blob="BYTEA", serial="BIGSERIAL"))
             self._db.commit()
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._execute("SELECT to_regclass(%s)", [name])[0][0])
 
     def _execute(self, sql: str, args: Sequence = ()) -> list:
         cur = self._db.execute(sql, list(args))
@@ -203,16 +347,35 @@ class PostgresStore(Store):
             self._db.commit()
             return out
 
+    def recorded(self, collection: str) -> tuple[str, str] | None:
+        with self._lock:
+            out = super().recorded(collection)
+            self._db.commit()
+            return out
+
+    def collections(self) -> list[str]:
+        with self._lock:
+            out = super().collections()
+            self._db.commit()
+            return out
+
     def close(self) -> None:
         self._db.close()
 
 
-def open_store(where: str | os.PathLike) -> Store:
-    """A PostgreSQL store for a ``postgresql://`` or ``postgres://`` URL, else a SQLite file."""
-    text = str(where)
-    if text.startswith(("postgresql://", "postgres://")):
-        return PostgresStore(text)
-    return SQLiteStore(text)
+def is_url(where: str | os.PathLike) -> bool:
+    """Whether ``where`` names a PostgreSQL store (a ``postgresql://`` or ``postgres://`` URL)."""
+    return str(where).startswith(("postgresql://", "postgres://"))
+
+
+def open_store(where: str | os.PathLike, *, readonly: bool = False) -> Store:
+    """A PostgreSQL store for a ``postgresql://`` or ``postgres://`` URL, else a SQLite file.
+
+    ``readonly``: open an existing store to read it (export), never creating or changing it.
+    """
+    if is_url(where):
+        return PostgresStore(str(where), readonly=readonly)
+    return SQLiteStore(where, readonly=readonly)
 
 
 class GroupWriter:

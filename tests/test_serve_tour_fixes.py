@@ -1,0 +1,123 @@
+"""Defects a new user's tour of `lopub serve` found: a collection exported or served with
+another plan than its reports were made under, stores that cannot be written, the default
+store of `serve-export`, the export's suffix, the device client's answer checks."""
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+
+import numpy as np
+import pytest
+
+from lopub import Attribute, CollectionSpec, Domain
+from lopub.cli import main
+from lopub.collect import MarginalPlan
+from lopub.serve.client import wire_reports
+from lopub.serve.config import build_config
+from lopub.serve.export import export
+from lopub.serve.protocol import Collection
+from lopub.serve.storage import PlanMismatchError, SQLiteStore, open_store
+
+DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"]),
+                 Attribute("region", ["north", "south", "east", "west"])])
+PLAN2 = MarginalPlan(DOMAIN, (("smoker", "age"), ("age", "region")), 2.0)
+PLAN4 = MarginalPlan(DOMAIN, (("smoker", "age"), ("age", "region")), 4.0)
+SPEC = CollectionSpec.from_domain(DOMAIN, epsilon=4.0)
+
+
+def _fill(store, c, n=200, seed=1):
+    """Store ``n`` simulated devices' reports of ``c`` as the service does (validated)."""
+    rng = np.random.default_rng(seed)
+    codes = np.column_stack([rng.integers(0, s, n) for s in DOMAIN.sizes])
+    subsets = rng.integers(0, c.n_subsets, n) if c.kind == "marginal" else np.zeros(n, int)
+    wire = wire_reports(c, codes, subsets, rng=rng)
+    payloads, errors = c.validate([{"subset": int(s), "report": w} for s, w in zip(subsets, wire)],
+                                  subsets)
+    assert errors == {}
+    store.write([(c.name, [secrets.token_bytes(16) for _ in range(n)], subsets.tolist(), payloads)])
+
+
+def _options(tmp_path, items, **extra):
+    return {"collections": items, "store": extra.get("store"), "secret_file": str(tmp_path / "secret"),
+            "relay_key_file": None, "max_body": 65536, "rate": 20.0}
+
+
+@pytest.fixture
+def files(tmp_path):
+    PLAN2.to_json(tmp_path / "plan.json")
+    PLAN4.to_json(tmp_path / "plan4.json")
+    SPEC.to_json(tmp_path / "spec.json")
+    return tmp_path
+
+
+# 1. another plan for an existing collection ------------------------------------------------
+
+def _served(files, item="survey=plan.json"):
+    """A store that `lopub serve` opened for ``item`` and stored reports in."""
+    name, fname = item.split("=")
+    cfg = build_config(_options(files, [f"{name}={files / fname}"], store=str(files / "store.sqlite")))
+    for c in cfg.collections.values():
+        _fill(cfg.store, c)
+    cfg.store.close()
+    return str(files / "store.sqlite")
+
+
+def test_store_records_the_plan_id_with_the_first_report(files):
+    store = SQLiteStore(files / "s.sqlite")
+    c = Collection("survey", PLAN2)
+    store.expect("survey", c.kind, c.params_id)
+    assert store.recorded("survey") is None  # serving alone records nothing
+    _fill(store, c)
+    assert store.recorded("survey") == ("marginal", PLAN2.plan_id)
+    b = Collection("census", SPEC)
+    store.expect("census", b.kind, b.params_id)
+    _fill(store, b)
+    assert store.recorded("census") == ("bloom", b.params_id)
+    assert b.params_id == Collection("census", CollectionSpec.from_json(files / "spec.json")).params_id
+
+
+def test_export_refuses_another_plan_naming_collection_ids_and_store(files, capsys):
+    where = _served(files)
+    store = open_store(where, readonly=True)
+    with pytest.raises(PlanMismatchError, match=rf"collection 'survey' in store '{where}' was collected "
+                       rf"under plan_id '{PLAN2.plan_id}'.*plan_id '{PLAN4.plan_id}'"):
+        export(store, Collection("survey", PLAN4), files / "r4.npz")
+    store.close()
+    rc = main(["serve-export", f"survey={files / 'plan4.json'}", "--store", where, str(files / "r4.npz")])
+    assert rc == 2 and not (files / "r4.npz").exists()
+    assert PLAN4.plan_id in capsys.readouterr().err
+    assert main(["serve-export", f"survey={files / 'plan.json'}", "--store", where,
+                 str(files / "r2.npz")]) == 0
+
+
+def test_serve_refuses_another_plan_or_spec_for_a_stored_collection(files):
+    where = _served(files, "census=spec.json")
+    other = CollectionSpec.from_domain(DOMAIN, epsilon=2.0)
+    other.to_json(files / "spec2.json")
+    with pytest.raises(ValueError, match=r"collection 'census' in store .* spec id .* spec id"):
+        build_config(_options(files, [f"census={files / 'spec2.json'}"], store=where))
+    build_config(_options(files, [f"census={files / 'spec.json'}"], store=where)).store.close()
+
+
+def _legacy_store(path, c):
+    """A store as lopub wrote it before plan records: no ``collections`` table."""
+    store = SQLiteStore(path)
+    _fill(store, c)
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE collections")
+    db.commit()
+    db.close()
+
+
+def test_store_from_before_plan_records_is_read_and_recorded_at_serve_start(files):
+    where = str(files / "old.sqlite")
+    _legacy_store(where, Collection("survey", PLAN2))
+    with pytest.warns(UserWarning, match="cannot check"):  # export: readable, says it cannot check
+        assert export(open_store(where, readonly=True), Collection("survey", PLAN2),
+                      files / "a.npz")["n"] == 200
+    with pytest.warns(UserWarning, match=f"recording plan_id '{PLAN2.plan_id}'"):
+        build_config(_options(files, [f"survey={files / 'plan.json'}"], store=where)).store.close()
+    with pytest.raises(PlanMismatchError):
+        export(open_store(where, readonly=True), Collection("survey", PLAN4), files / "b.npz")
