@@ -121,3 +121,36 @@ def test_store_from_before_plan_records_is_read_and_recorded_at_serve_start(file
         build_config(_options(files, [f"survey={files / 'plan.json'}"], store=where)).store.close()
     with pytest.raises(PlanMismatchError):
         export(open_store(where, readonly=True), Collection("survey", PLAN4), files / "b.npz")
+
+
+# 2. a store lopub serve cannot write -----------------------------------------------------------
+
+def test_serve_refuses_a_store_in_a_missing_folder_naming_store(files):
+    where = str(files / "nodir" / "x.sqlite")
+    with pytest.raises(ValueError, match=r"--store \(.*nodir/x\.sqlite\) must be a store lopub serve can "
+                       r"write.*'.*nodir', does not exist"):
+        build_config(_options(files, [f"survey={files / 'plan.json'}"], store=where))
+    assert not (files / "nodir").exists()
+
+
+def test_serve_refuses_a_read_only_store_at_start(files, monkeypatch):
+    where = str(files / "ro.sqlite")
+    SQLiteStore(where).close()
+    connect = sqlite3.connect
+
+    def read_only(path, *args, **kwargs):  # as on a read-only file system (root ignores chmod)
+        return connect(f"file:{path}?mode=ro", *args, uri=True, **kwargs)
+
+    monkeypatch.setattr("lopub.serve.storage.sqlite3.connect", read_only)
+    with pytest.raises(ValueError, match=r"--store \(.*ro\.sqlite\) must be a store lopub serve can "
+                       r"write.*readonly"):
+        build_config(_options(files, [f"survey={files / 'plan.json'}"], store=where))
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes read-only files")
+def test_serve_refuses_a_store_without_write_permission(files):
+    where = files / "ro.sqlite"
+    SQLiteStore(where).close()
+    os.chmod(where, 0o444)
+    with pytest.raises(ValueError, match=r"--store .*ro\.sqlite"):
+        build_config(_options(files, [f"survey={files / 'plan.json'}"], store=str(where)))

@@ -77,8 +77,10 @@ def build_config(options: dict[str, Any]) -> Any:
     collections = parse_collections(o["collections"])
     try:
         store = open_store(o["store"])
-    except (OSError, ValueError) as exc:  # a missing folder, a read-only file or file system
-        raise ValueError(f"--store ({o['store']}) cannot be used to store reports: {exc}") from None
+    except Exception as exc:  # a missing folder, a read-only file or file system, no database
+        raise ValueError(f"--store ({o['store']}) must be a store lopub serve can write reports to "
+                         f"(a SQLite file in an existing, writable folder, or a postgresql:// URL): "
+                         f"{exc}") from None
     try:
         check_store(store, collections)
         return ServeConfig(collections, store, load_secret(o["secret_file"]),

@@ -218,7 +218,7 @@ class SQLiteStore(Store):
             return
         folder = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(folder):
-            raise FileNotFoundError(f"store ({self.path!r}): folder {folder!r} does not exist")
+            raise FileNotFoundError(f"the folder of the store, {folder!r}, does not exist")
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                        timeout=30.0)
