@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import Any
+from typing import Any, Sequence
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -117,8 +117,6 @@ def graph_figure(graph: nx.Graph, tree: JunctionTree, *, title: str = "Dependenc
     are edges of the model's graph only.  ``rule`` (``"phi"``, ``"auto"``,
     ``"tree"``; default ``"phi"``) names the edge test in the legend.
     """
-    fig = Figure(figsize=(16, 8.5))
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.1]})
     g = nx.Graph(graph)
     held = {frozenset(e) for c in tree.cliques for e in _pairs(c)}
     if dropped_edges is None:
@@ -130,17 +128,64 @@ def graph_figure(graph: nx.Graph, tree: JunctionTree, *, title: str = "Dependenc
                                  if not g.has_edge(*e) and tuple(sorted(e)) not in
                                  {tuple(sorted(x)) for x in extra_edges}]
     extra.sort()
-    cliques = _draw_graph(ax1, g, tree, gone, extra, left, rule)
+    linked = {a for e in [*g.edges, *extra, *held] for a in e}
+    alone = [a for a in g.nodes if a not in linked]  # no edge, a clique of its own
+    drawn = list(g.nodes) if len(g) <= MAX_RING else [a for a in g.nodes if a in linked]
+    draw_tree = len(tree.cliques) <= MAX_TREE
+    side = 4.5 if not drawn else 8.0 if len(drawn) <= MAX_RING else min(16.0, 8.0 + 0.2 * (len(drawn) - MAX_RING))
+    fig = Figure(figsize=(side + 8.0, side + 0.5))
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [side, 8.8]})
+    cliques = _draw_graph(ax1, g.subgraph(drawn), tree, gone, extra, left, rule)
     _finish_graph_axes(ax1)
+    if not drawn:
+        ax1.text(0.5, 0.5, f"no edges: each of the {len(g)} attributes\nis independent of the others\n"
+                 "in the model (listed at right)", ha="center", va="center", fontsize=11,
+                 transform=ax1.transAxes)
     n_gone = sum(frozenset(e) in gone for e in g.edges)
     more = f", {len(extra)} model-only" if extra else ""
     more += f", {len(left)} not modelled (explained by a path)" if left else ""
+    more += (f"\n{len(alone)} attributes with no edge not drawn (listed at right)"
+             if len(drawn) < len(g) and drawn else "")
     ax1.set_title(f"{title}\n{g.number_of_edges()} edges, {n_gone} dropped for clique budget{more}",
                   fontsize=11)
-    _draw_tree(ax2, tree)
-    box = ax2.get_position()  # clique list under the tree (a figure text: the tree's texts are its labels)
-    fig.text(box.x0, box.y0 - 0.02, cliques, va="top", fontsize=7, family="monospace")
+    if draw_tree:
+        _draw_tree(ax2, tree)
+        box = ax2.get_position()  # clique list under the tree (a figure text: the tree's texts are its labels)
+        fig.text(box.x0, box.y0 - 0.02, cliques, va="top", fontsize=7, family="monospace")
+    else:
+        _list_tree(ax2, tree, alone)
     return fig
+
+
+#: nodes drawn on a ring (more: a force-directed layout, isolated attributes listed instead of drawn)
+MAX_RING = 16
+#: cliques drawn as a tree (more: a compact listing, one line per clique of two or more attributes)
+MAX_TREE = 16
+
+
+def _list_tree(ax, tree: JunctionTree, alone: Sequence[str]) -> None:
+    """The junction tree as text: cliques of two or more attributes with parent and separator,
+    then the attributes that are cliques of their own (no edge), wrapped."""
+    label = {i: f"C{k}" for k, i in enumerate(tree.order)}
+    parent = {c: p for p, c in tree.edges}
+    lines = [textwrap.fill(f"{label[i]}: {', '.join(tree.cliques[i])}"
+                           + (f"  [parent {label[parent[i]]}; separator {', '.join(tree.separator(i))}]"
+                              if i in parent else "  [root]"), 100, subsequent_indent="    ")
+             for i in tree.order if len(tree.cliques[i]) > 1]
+    lone = set(alone)
+    singles = [tree.cliques[i][0] for i in tree.order if len(tree.cliques[i]) == 1 and tree.cliques[i][0] in lone]
+    if singles:
+        lines.append(textwrap.fill(f"{len(singles)} attributes in no edge, each a clique of its own: "
+                                   + ", ".join(singles), 100, subsequent_indent="    "))
+    others = [i for i in tree.order if len(tree.cliques[i]) == 1 and tree.cliques[i][0] not in lone]
+    if others:
+        lines.append(f"{len(others)} more single-attribute cliques: "
+                     + ", ".join(tree.cliques[i][0] for i in others))
+    ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=7, family="monospace",
+            transform=ax.transAxes, wrap=False)
+    ax.set_title(f"Junction tree: {len(tree.cliques)} cliques in {len(tree.roots)} component(s), "
+                 f"too many to draw; listed", fontsize=11)
+    ax.axis("off")
 
 
 def _pairs(clique) -> list[tuple[str, str]]:
@@ -161,7 +206,17 @@ def edge_label(rule: str | None) -> str:
 def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list, left: list,
                 rule: str | None) -> str:
     """Draw the graph on ``ax``; return the clique list (drawn under the junction tree)."""
-    pos = nx.circular_layout(list(g.nodes))
+    nodes = list(g.nodes)
+    if len(nodes) <= MAX_RING:
+        pos = nx.circular_layout(nodes) if nodes else {}
+    else:  # spread: linked attributes near each other (graph, fill-in and model edges), no ring of names
+        h = nx.Graph(g)
+        h.add_edges_from([*tree.fill_edges, *extra])
+        h.add_edges_from(e for c in tree.cliques for e in _pairs(c) if all(a in g for a in e))
+        pos = (nx.kamada_kawai_layout(h) if nx.is_connected(h)
+               else nx.spring_layout(h, seed=0, k=2.5 / np.sqrt(len(nodes)), iterations=200))
+    if pos:  # the node boxes are texts: the axes' limits come from these points
+        ax.scatter(*np.array(list(pos.values())).T, s=0)
     colors = matplotlib.colormaps["tab20"]
     home: dict[str, int] = {}
     for k, i in enumerate(tree.order):
@@ -181,10 +236,12 @@ def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list, lef
                            style="dashed", edge_color="#d62728", width=2.2)
     nx.draw_networkx_edges(g, pos, edgelist=left, ax=ax, style="dotted", edge_color="#aaa", width=2.0)
     nx.draw_networkx_edges(g, pos, edgelist=extra, ax=ax, style="dotted", edge_color="#36c", width=1.2)
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_size=500,
-                           node_color=[colors(home.get(a, 0) % 20) for a in g.nodes])
-    nx.draw_networkx_labels(g, pos, ax=ax, font_size=8, clip_on=False,
-                            bbox=dict(fc="white", ec="none", alpha=0.7, pad=0.5))
+    names = dict(zip(nodes, short_labels(nodes, 18 if len(nodes) <= MAX_RING else 12)))
+    for a in nodes:  # each node is its label's box: a name never runs out of its node
+        r, gg, b, _ = colors(home.get(a, 0) % 20)
+        ax.text(*pos[a], names[a], ha="center", va="center", fontsize=8, zorder=3, clip_on=False,
+                color="black" if 0.299 * r + 0.587 * gg + 0.114 * b > 0.5 else "white",
+                bbox=dict(boxstyle="round,pad=0.35", fc=(r, gg, b), ec="#333", lw=0.6))
     handles = [Line2D([], [], color="#444", lw=1.5, label=edge_label(rule) + ", in a clique"),
                Line2D([], [], color="#d62728", lw=2.2, ls="--", label="dropped for clique budget"),
                Line2D([], [], color="#999", lw=1.0, ls="--", label="triangulation fill-in")]
@@ -255,3 +312,26 @@ def _tree_layout(t: nx.DiGraph, roots: list[str]) -> dict:
     for r in roots:
         place(r, 0)
     return pos
+
+
+def short_labels(names: Sequence[str], width: int = 14) -> list[str]:
+    """``names`` cut to ``width`` characters, still told apart.
+
+    The end is cut first; if two names then read alike, the middle is cut
+    (names that differ only in their tail: ``a_very\u2026mber_07``); if they
+    still collide, each is numbered by its position.
+    """
+    names = [str(n) for n in names]
+    out = [_cut(n, width) for n in names]
+    if len(set(out)) == len(out):
+        return out
+    head = max(1, (width - 1) // 2 - 1)
+    tail = width - 1 - head
+    out = [n if len(n) <= width else n[:head] + "\u2026" + n[-tail:] for n in names]
+    if len(set(out)) == len(out):
+        return out
+    return [f"{i}:{_cut(n, max(4, width - len(str(i)) - 1))}" for i, n in enumerate(names)]
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "\u2026"

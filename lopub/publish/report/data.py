@@ -1,13 +1,15 @@
 """Real and synthetic inputs of a report: DataFrames or Datasets checked against the model's domain."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
+from lopub.dependency.cache import query_source
+from lopub.dependency.mi import mutual_information
 from lopub.errors import DomainError
 
 
@@ -94,3 +96,35 @@ def _recode(data: Dataset, domain: Domain, name: str) -> Dataset:
                               f"model's domain; expected one of {list(ours)[:50]}")
         cols.append(codes)
     return Dataset(np.column_stack(cols), domain)
+
+
+def unmeasured_mask(model: Any, attrs: list[str]) -> np.ndarray:
+    """d x d: True where no attribute set of the collection held both attributes.
+
+    Under marginal sampling (one attribute per user among them) such a
+    pair's table was never measured: the graph's MI of it (0) is derived
+    from the one-way tables as independence, not estimated.  Other
+    collections (Bloom reports, all attributes per user) measure every pair.
+    """
+    fit = model.meta.get("fit") if isinstance(model.meta.get("fit"), dict) else {}
+    coll = fit.get("collection") if isinstance(fit.get("collection"), dict) else {}
+    d = len(attrs)
+    out = np.zeros((d, d), dtype=bool)
+    if coll.get("protocol") != "marginals" or not coll.get("subsets"):
+        return out
+    where = {a: i for i, a in enumerate(attrs)}
+    out[:] = True
+    for s in coll["subsets"]:
+        idx = [where[a] for a in s if a in where]
+        out[np.ix_(idx, idx)] = False
+    np.fill_diagonal(out, False)
+    return out
+
+
+def mi_matrix(model: Any, attrs: Sequence[str]) -> np.ndarray:
+    """d x d mutual information (nats) of every pair of ``attrs`` under ``model`` (diagonal NaN)."""
+    m = np.full((len(attrs), len(attrs)), np.nan)
+    for i in range(len(attrs)):
+        for j in range(i + 1, len(attrs)):
+            m[i, j] = m[j, i] = mutual_information(query_source(model, [attrs[i], attrs[j]]))
+    return m

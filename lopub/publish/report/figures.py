@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 import networkx as nx
 import numpy as np
 
-from lopub.publish.plots import plot_graph
+from lopub.publish.plots import plot_graph, short_labels
 
 MAX_BARS = 30
 COLORS = {"real": "#4c72b0", "synthetic": "#dd8452", "model": "#55a868", "independence": "#8172b2"}
@@ -72,31 +72,75 @@ def heatmaps(panels: Mapping[str, np.ndarray], attrs: Sequence[str], *, label: s
 
 def heatmaps_figure(panels: Mapping[str, np.ndarray], attrs: Sequence[str], *, label: str,
                     cmap: str = "viridis", suptitle: str = "") -> Figure:
-    """Side-by-side d x d heatmaps on one colour scale (NaN cells grey, annotated when d <= 12)."""
+    """Heatmaps of d x d matrices on one colour scale (NaN cells grey, annotated when d <= 12).
+
+    Up to ``SIDE_BY_SIDE`` attributes the panels stand side by side; more
+    are stacked, each the width of the page (about ``PAGE_INCHES``), so the
+    picture is shown near its drawn size.  Tick labels are shortened to
+    distinct names (:func:`short_labels`); where the cells get narrower than
+    a label line only every k-th attribute is labelled
+    (:func:`tick_step`), and the figure says so.
+    """
     attrs = list(attrs)
     d = len(attrs)
     finite = [m[np.isfinite(m)] for m in panels.values()]
     vmax = max([float(f.max()) for f in finite if f.size] + [1e-9])
-    size = max(3.5, 0.42 * d + 1.8)
-    fig = Figure(figsize=(size * len(panels) + 1.2, size))
-    axes = fig.subplots(1, len(panels), squeeze=False)
-    cm = matplotlib.colormaps[cmap].copy()
-    cm.set_bad("#d0d0d0")
+    stacked = d > SIDE_BY_SIDE and len(panels) > 1
+    size = (PAGE_INCHES - 2.6) if d > SIDE_BY_SIDE else max(3.5, 0.42 * d + 1.8)
+    step = tick_step(d)
+    if stacked:
+        fig = Figure(figsize=(PAGE_INCHES, (size + 1.6) * len(panels)))
+        axes = fig.subplots(len(panels), 1, squeeze=False).T
+    else:
+        fig = Figure(figsize=(size * len(panels) + 1.2, size))
+        axes = fig.subplots(1, len(panels), squeeze=False)
+    cm = matplotlib.colormaps[cmap].with_extremes(bad="#d0d0d0")
+    names = short_labels(attrs, 14)
+    ticks = list(range(0, d, step))
     im = None
     for k, (ax, (title, m)) in enumerate(zip(axes[0], panels.items())):
         im = ax.imshow(np.ma.masked_invalid(m), cmap=cm, vmin=0.0, vmax=vmax)
-        ax.set_xticks(range(d), [_short(a, 14) for a in attrs], rotation=90, fontsize=7)
-        ax.set_yticks(range(d), [_short(a, 14) for a in attrs] if k == 0 else [], fontsize=7)
+        ax.set_xticks(ticks, [names[i] for i in ticks], rotation=90, fontsize=7)
+        ax.set_yticks(ticks, [names[i] for i in ticks] if k == 0 or stacked else [], fontsize=7)
         ax.set_title(title, fontsize=9)
         if d <= 12:
             for i, j in zip(*np.nonzero(np.isfinite(m))):
                 r, g, b, _ = cm(m[i, j] / vmax)
                 ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=6,
                         color="black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white")
-    fig.colorbar(cast(Any, im), ax=list(axes[0]), shrink=0.8, label=label)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
+    fig.colorbar(cast(Any, im), ax=list(axes[0]), shrink=0.8 if not stacked else 0.5, label=label)
+    note = tick_note(d)
+    if suptitle or note:
+        fig.suptitle("\n".join(t for t in (suptitle, note) if t), fontsize=9 if note else 10)
     return fig
+
+
+#: attributes up to which heatmap panels stand side by side (more: stacked, one per row)
+SIDE_BY_SIDE = 12
+#: width of a report's pictures shown at their drawn size (the page is 1,100 CSS px, pictures at 100 dpi)
+PAGE_INCHES = 10.5
+#: smallest distance between two tick labels (inches; a 7-point line)
+TICK_INCHES = 0.11
+
+
+def tick_step(d: int) -> int:
+    """Label every k-th of ``d`` heatmap rows: 1 while a row is at least a label line high."""
+    if d <= SIDE_BY_SIDE:
+        return 1
+    cell = (PAGE_INCHES - 2.6) / d
+    return max(1, int(np.ceil(TICK_INCHES / cell - 1e-9)))
+
+
+def tick_note(d: int) -> str:
+    """What a heatmap of ``d`` attributes leaves out of its tick labels ("" when every one is labelled)."""
+    k = tick_step(d)
+    if k == 1:
+        return ""
+    return f"{d} attributes: every {k}{_ordinal(k)} one labelled (from the first, in domain order)"
+
+
+def _ordinal(k: int) -> str:
+    return "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
 
 
 def structure(model: Any) -> bytes:

@@ -47,10 +47,9 @@ import numpy as np
 from lopub._version import __version__
 from lopub.data.dataset import Dataset
 from lopub.dependency.cache import query_source
-from lopub.dependency.mi import mutual_information
 from lopub.io import atomic_write_text
 from lopub.publish.report import figures
-from lopub.publish.report.data import as_dataset, model_columns
+from lopub.publish.report.data import as_dataset, mi_matrix, model_columns, unmeasured_mask
 from lopub.publish.report.notes import collection_of, privacy_statement, release_warnings
 from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_matrix, quality_scores
 from lopub.publish.report import verdict_block
@@ -314,15 +313,21 @@ def _mutual_information(ctx: _Inputs) -> str:
         est = np.array(ctx.model.graph.mi, dtype=float)
         label = "estimated from the reports (the graph's MI)"
     else:
-        est = _mi_matrix(ctx.model, attrs)
+        est = mi_matrix(ctx.model, attrs)
         label = "of the model"
     np.fill_diagonal(est, np.nan)
+    never = unmeasured_mask(ctx.model, attrs) if ctx.model.graph is not None else None
+    if never is not None and never.any():  # derived as independent, not estimated: grey, not 0
+        est[never] = np.nan
     panels = {f"MI {label}": est}
     if ctx.real is not None:
         panels["MI of the real data"] = pair_matrix(ctx.real_scores["pairs"], attrs, "real_mi")
     pic = figures.heatmaps(panels, attrs, label="mutual information (nats)")
     return _section("mutual-information", "Mutual information",
-                    "<p>Pairwise mutual information in nats (grey: not computed).</p>"
+                    "<p>Pairwise mutual information in nats (grey: not computed"
+                    + (f"; in the MI estimated from the reports, also the {int(never.sum()) // 2} pairs "
+                       "the collection never measured, which the model takes as independent"
+                       if never is not None and never.any() else "") + ").</p>"
                     + _img(pic, "mutual information heatmaps"))
 
 
@@ -351,14 +356,6 @@ def _absent() -> str:
 
 
 # helpers -------------------------------------------------------------------
-def _mi_matrix(model: Any, attrs: Sequence[str]) -> np.ndarray:
-    m = np.full((len(attrs), len(attrs)), np.nan)
-    for i in range(len(attrs)):
-        for j in range(i + 1, len(attrs)):
-            m[i, j] = m[j, i] = mutual_information(query_source(model, [attrs[i], attrs[j]]))
-    return m
-
-
 def _details(summary: str, content: str) -> str:
     """A collapsed block (``<details>``): long tables stay one click away."""
     return f"<details><summary>{_e(summary)}</summary>\n{content}\n</details>"
