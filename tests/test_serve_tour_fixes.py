@@ -4,6 +4,7 @@ store of `serve-export`, the export's suffix, the device client's answer checks.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import sqlite3
 
@@ -154,3 +155,46 @@ def test_serve_refuses_a_store_without_write_permission(files):
     os.chmod(where, 0o444)
     with pytest.raises(ValueError, match=r"--store .*ro\.sqlite"):
         build_config(_options(files, [f"survey={files / 'plan.json'}"], store=str(where)))
+
+
+# 3. the default store of serve-export ------------------------------------------------------------
+
+def test_default_store_is_the_same_rule_at_serve_and_export(files, capsys):
+    opts = build_config(_options(files, [f"survey={files / 'plan.json'}"]))  # no --store
+    assert opts.store.where == str(files / "plan.reports.sqlite")
+    _fill(opts.store, opts.collections["survey"])
+    opts.store.close()
+    assert main(["serve-export", f"survey={files / 'plan.json'}", str(files / "r.npz")]) == 0
+    with pytest.raises(ValueError, match=r"--store is needed to serve several collections "
+                       r"\(\['census', 'survey'\]\).*serve-export"):
+        build_config(_options(files, [f"census={files / 'spec.json'}", f"survey={files / 'plan.json'}"]))
+
+
+def test_export_never_creates_a_store_and_names_the_store_searched(files, capsys):
+    assert main(["serve-export", f"one={files / 'plan4.json'}", str(files / "one.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "no store at" in err and "plan4.reports.sqlite" in err and "--store" in err
+    assert not (files / "plan4.reports.sqlite").exists() and not (files / "one.npz").exists()
+    where = _served(files, "census=spec.json")  # a store holding another collection only
+    assert main(["serve-export", f"one={files / 'plan4.json'}", "--store", where, str(files / "one.npz")]) == 2
+    err = capsys.readouterr().err
+    assert f"no stored reports in store '{where}'" in err and "['census']" in err and "--store" in err
+    assert main(["serve-export", f"one={files / 'plan4.json'}", "--store", str(files / "none.sqlite"),
+                 str(files / "one.npz")]) == 2
+    assert not (files / "none.sqlite").exists()
+
+
+# 4. the output suffix ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("item, out, expected", [
+    ("census=spec.json", "c.npz", r"\.parquet file or a dataset folder.*not \.npz"),
+    ("survey=plan.json", "rz.parquet", r"\.npz file.*not \.parquet"),
+    ("survey=plan.json", "folder/", r"\.npz file.*not \(a folder\)"),
+])
+def test_export_refuses_an_output_of_the_wrong_kind_before_any_work(files, capsys, item, out, expected):
+    name, fname = item.split("=")
+    rc = main(["serve-export", f"{name}={files / fname}", "--store", str(files / "absent.sqlite"),
+               str(files / out)])
+    assert rc == 2 and not (files / out).exists()
+    assert re.search(rf"OUT \(.*{out.rstrip('/')}/?\) must be a {expected}",
+                                   capsys.readouterr().err)

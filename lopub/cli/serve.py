@@ -49,15 +49,24 @@ def cmd_serve(a: argparse.Namespace) -> None:
 
 
 def cmd_export(a: argparse.Namespace) -> None:
-    from ..serve.export import export
-    from ..serve.storage import open_store
+    import os
 
     from ..serve.config import default_store, parse_collections
+    from ..serve.export import check_target, export
+    from ..serve.storage import is_url, open_store
 
-    collections = parse_collections([a.collection])
-    store = open_store(a.store or default_store([a.collection]))
+    collection = next(iter(parse_collections([a.collection]).values()))
+    check_target(collection, a.target)  # before any work
+    where = a.store or default_store([a.collection])
+    if not is_url(where) and not os.path.isfile(where):  # never create a store here
+        if a.store:
+            raise ValueError(f"--store ({where}) must be the store file lopub serve stored the "
+                             "reports in; there is no such file")
+        raise ValueError(f"no store at {where!r}, the default store of {a.collection} (its stem + "
+                         ".reports.sqlite); give --store, the store lopub serve stored the reports in")
+    store = open_store(where, readonly=True)
     try:
-        summary = export(store, next(iter(collections.values())), a.target)
+        summary = export(store, collection, a.target)
     finally:
         store.close()
     emit(summary, a.json, f"exported {summary['n']} shuffled reports of {summary['collection']!r} "
@@ -89,11 +98,12 @@ def _register_serve(sub: Any) -> None:
     p = add_command(sub, "serve", description=(
         "Serve collections over HTTP: public plan/spec and privacy statement, single-use signed "
         "enrolment tokens, one validated report per token, stored durably before the answer "
-        "(SQLite WAL beside the first collection file, or PostgreSQL by URL), the survey page "
-        "at /c/NAME."))
+        "(SQLite WAL beside the collection file, --store for several collections, or PostgreSQL "
+        "by URL), the survey page at /c/NAME."))
     p.add_argument("collections", nargs="+", metavar="NAME=FILE",
                    help="collection name and its plan (lopub-marginal-plan) or spec (lopub-spec) JSON")
-    p.add_argument("--store", help="SQLite file or postgresql:// URL (default: FILE's stem + .reports.sqlite)")
+    p.add_argument("--store", help="SQLite file or postgresql:// URL (default, for one collection: FILE's "
+                   "stem + .reports.sqlite beside FILE, as serve-export assumes; needed for several)")
     p.add_argument("--secret-file", help="token signing secret (created if absent; default beside the store)")
     p.add_argument("--relay-key-file", help="key a relay sends to use the batch endpoint")
     p.add_argument("--host", default="127.0.0.1")
@@ -111,8 +121,10 @@ def _register_export(sub: Any) -> None:
         "Export a served collection's stored reports, shuffled, without tokens or arrival times: "
         ".npz marginal reports or Parquet Bloom reports (file or dataset folder) for lopub fit."))
     p.add_argument("collection", metavar="NAME=FILE")
-    p.add_argument("target", metavar="OUT", help="reports file (.npz for plans, .parquet or folder for specs)")
-    p.add_argument("--store", help="as for lopub serve")
+    p.add_argument("target", metavar="OUT", help="reports file: .npz for a plan, .parquet or a folder for a "
+                   "spec (another suffix is refused)")
+    p.add_argument("--store", help="the store lopub serve used (default: FILE's stem + .reports.sqlite "
+                   "beside FILE, the default of lopub serve for one collection); never created here")
     p.add_argument("--json", action="store_true")
     add_verbosity(p)
     p.set_defaults(func=cmd_export)

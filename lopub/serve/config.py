@@ -40,8 +40,26 @@ def parse_collections(items: list[str]) -> dict[str, Collection]:
 
 
 def default_store(items: list[str]) -> str:
-    """The SQLite file beside the first collection file: ``<file stem>.reports.sqlite``."""
-    path = Path(split_item(items[0])[1])
+    """The default store of one collection ``NAME=FILE``: ``<FILE stem>.reports.sqlite`` beside FILE.
+
+    The same rule at ``lopub serve`` and ``lopub serve-export``.  Several collections share
+    one store, which must then be named (``--store``) at both: no collection file is
+    more "theirs" than another's.
+    """
+    if len(items) > 1:
+        names = [split_item(i)[0] for i in items]
+        older = store_of(items[0])
+        hint = (f"; earlier versions of lopub stored them in {older!r} (the store of the first "
+                f"collection file): give --store {older}" if os.path.exists(older) else "")
+        raise ValueError(f"--store is needed to serve several collections ({names}): they share "
+                         f"one store, which lopub serve-export needs too (--store FILE); the default "
+                         f"store belongs to one collection file (its stem + .reports.sqlite){hint}")
+    return store_of(items[0])
+
+
+def store_of(item: str) -> str:
+    """``<FILE stem>.reports.sqlite`` beside FILE of ``NAME=FILE``."""
+    path = Path(split_item(item)[1])
     return str(path.with_name(path.stem + ".reports.sqlite"))
 
 
@@ -60,7 +78,7 @@ def resolve(options: dict[str, Any]) -> dict[str, Any]:
     out = dict(options)
     out["store"] = out.get("store") or default_store(out["collections"])
     out["secret_file"] = out.get("secret_file") or str(
-        Path(default_store(out["collections"])).with_name("lopub-serve.secret"))
+        Path(store_of(out["collections"][0])).with_name("lopub-serve.secret"))  # beside the first file
     for name in ("rate", "max_body"):
         if not out[name] > 0:
             raise ValueError(f"--{name.replace('_', '-')} ({out[name]}) must be > 0")

@@ -76,11 +76,36 @@ def shuffled_reports(store: Store, c: Collection, *, rng: np.random.Generator | 
     return MarginalReports(c.params, subsets[order].astype(np.int32), tuple(groups))
 
 
+def check_target(c: Collection, out: str | os.PathLike) -> None:
+    """Refuse an output path of the wrong kind: a marginal plan's reports go to a ``.npz`` file,
+    a Bloom spec's to a ``.parquet`` file or a dataset folder (see :meth:`lopub.Reports.save`)."""
+    from lopub.reports.folder import is_dataset_path
+
+    path = os.fspath(out)
+    suffix = os.path.splitext(path.rstrip("/" + os.sep))[1] or "(a folder)"
+    if c.kind == "marginal" and (is_dataset_path(path) or not path.lower().endswith(".npz")):
+        raise ValueError(f"OUT ({path}) must be a .npz file for collection {c.name!r} (a marginal "
+                         f"plan's reports), not {suffix}; .parquet files and folders are for Bloom specs")
+    if c.kind == "bloom" and not (is_dataset_path(path) or path.lower().endswith(".parquet")):
+        raise ValueError(f"OUT ({path}) must be a .parquet file or a dataset folder for collection "
+                         f"{c.name!r} (a Bloom spec's reports), not {suffix}; .npz files are for "
+                         "marginal plans")
+
+
 def export(store: Store, c: Collection, out: str | os.PathLike, *,
            rng: np.random.Generator | int | None = None) -> dict[str, Any]:
-    """Write the shuffled reports of ``c`` to ``out``; returns a summary (no report content)."""
+    """Write the shuffled reports of ``c`` to ``out``; returns a summary (no report content).
+
+    Refuses, before reading anything, an ``out`` of the wrong kind (:func:`check_target`);
+    then a ``c`` whose plan or spec is not the one its reports were stored under, or one
+    without stored reports (naming the store searched and what it holds).
+    """
+    check_target(c, out)
     reports = shuffled_reports(store, c, rng=rng)
     if reports.n == 0:
-        raise ValueError(f"collection {c.name!r} has no stored reports to export")
+        held = store.collections()
+        raise ValueError(f"collection {c.name!r} has no stored reports in store {store.where!r} "
+                         f"({'it holds reports of ' + repr(held) if held else 'it holds no reports'}); "
+                         "name the store lopub serve used with --store")
     reports.save(out)
     return {"collection": c.name, "kind": c.kind, "n": int(reports.n), "out": str(out)}

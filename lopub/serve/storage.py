@@ -215,6 +215,11 @@ class SQLiteStore(Store):
             uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
                                        timeout=30.0)
+            try:
+                self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                raise ValueError(f"store ({self.path!r}) is not a SQLite report store: {exc}") from None
             return
         folder = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(folder):
