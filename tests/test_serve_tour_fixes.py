@@ -198,3 +198,46 @@ def test_export_refuses_an_output_of_the_wrong_kind_before_any_work(files, capsy
     assert rc == 2 and not (files / out).exists()
     assert re.search(rf"OUT \(.*{out.rstrip('/')}/?\) must be a {expected}",
                                    capsys.readouterr().err)
+
+
+# 5. the device client checks answers before enrolling ----------------------------------------
+
+@pytest.fixture(params=["plan", "spec"])
+def device(request, monkeypatch):
+    """A DeviceClient over a fake service recording the requests made."""
+    from lopub.serve import client as mod
+
+    c = Collection("survey", PLAN2 if request.param == "plan" else SPEC)
+    calls = []
+
+    def fake(url, body=None, headers=None, timeout=30.0):
+        calls.append(url)
+        if url.endswith("/enrol"):
+            return {"token": "t", "subset": 0 if c.kind == "marginal" else None}
+        if url.endswith("/report"):
+            return {"stored": 1}
+        return c.describe()
+
+    monkeypatch.setattr(mod, "_request", fake)
+    dc = mod.DeviceClient("http://x", "survey")
+    calls.clear()
+    return dc, calls
+
+
+@pytest.mark.parametrize("answers, message", [
+    ({"smoker": "maybe", "age": "<30", "region": "east"},
+     r"answer for 'smoker' \('maybe'\) must be one of \['yes', 'no'\]"),
+    ({"smoker": "no", "age": "<30", "region": "middle"},  # outside subset 0 (smoker, age)
+     r"answer for 'region' \('middle'\) must be one of \['north', 'south', 'east', 'west'\]"),
+    ({"smoker": "no", "age": "<30"}, r"answers is missing \['region'\]"),
+    ({"smoker": "no", "age": "<30", "region": "east", "regoin": "east"}, r"\['regoin'\].*not questions"),
+])
+def test_device_client_checks_every_answer_before_enrolling(device, answers, message):
+    dc, calls = device
+    with pytest.raises(ValueError, match=message):
+        dc.submit(answers)
+    assert calls == []  # no token spent
+    with pytest.raises(TypeError, match=r"answers \(list\) must be a mapping"):
+        dc.submit([("smoker", "no")])
+    assert dc.submit({"smoker": "no", "age": "<30", "region": "east"}) == {"stored": 1}
+    assert [u.rsplit("/", 1)[1] for u in calls] == ["enrol", "report"]

@@ -159,18 +159,44 @@ export function assignUser(key, userId, g) {
 }
 
 /**
+ * Check `answers` ({attribute: label}) against the questions of `desc` (GET /api/c/NAME):
+ * every value one of its question's labels, no unknown attribute, every question answered.
+ * Throws a RangeError naming the attribute, the value and the labels (TypeError: not an object).
+ */
+export function checkAnswers(desc, answers) {
+  if (answers === null || typeof answers !== 'object' || Array.isArray(answers)) {
+    throw new TypeError(`answers (${Array.isArray(answers) ? 'array' : typeof answers}) must be an object {attribute: label}`);
+  }
+  const questions = desc.questions;
+  const names = Object.keys(questions);
+  for (const attr of names) {
+    const labels = questions[attr].map(String);
+    if (Object.hasOwn(answers, attr) && !labels.includes(String(answers[attr]))) {
+      throw new RangeError(`answer for ${attr} (${JSON.stringify(answers[attr])}) must be one of ${JSON.stringify(labels)}`);
+    }
+  }
+  const unknown = Object.keys(answers).filter((a) => !Object.hasOwn(questions, a));
+  if (unknown.length) throw new RangeError(`answers has ${JSON.stringify(unknown)}, which are not questions; the questions are ${JSON.stringify(names)}`);
+  const missing = names.filter((a) => !Object.hasOwn(answers, a));
+  if (missing.length) throw new RangeError(`answers is missing ${JSON.stringify(missing)}; every question needs an answer`);
+}
+
+/**
  * Randomize `answers` ({attribute: label}) for the collection `desc` (GET /api/c/NAME) with
  * token info `enrol` (POST .../enrol) and return the request body of POST .../report.
+ * The answers are checked first (checkAnswers).
  */
 export function makeReport(desc, enrol, answers, src = new WordSource()) {
+  checkAnswers(desc, answers);
   if (desc.kind === 'bloom') return { token: enrol.token, report: bloomReport(desc.spec, answers, src) };
   return { token: enrol.token, subset: enrol.subset, report: marginalReport(desc, enrol.subset, answers, src) };
 }
 
-/** Enrol, randomize on this device, send. Only the randomized report leaves the device. */
+/** Check the answers, enrol, randomize on this device, send. Only the randomized report leaves the device. */
 export async function submit(baseUrl, name, answers) {
   const api = `${baseUrl.replace(/\/$/, '')}/api/c/${encodeURIComponent(name)}`;
   const desc = await (await fetch(api)).json();
+  checkAnswers(desc, answers); // before enrolling: no token spent on answers that cannot be sent
   const er = await fetch(`${api}/enrol`, { method: 'POST' });
   if (!er.ok) throw new Error(`enrol: ${er.status} ${await er.text()}`);
   const body = makeReport(desc, await er.json(), answers);

@@ -59,8 +59,13 @@ class DeviceClient:
         self.privacy = desc["privacy"]
 
     def make_report(self, enrolment: Mapping[str, Any], answers: Mapping[str, str]) -> dict:
-        """The request body for ``answers`` ({attribute: label}); randomized with OS entropy."""
+        """The request body for ``answers`` ({attribute: label}); randomized with OS entropy.
+
+        Raises ``TypeError`` / ``ValueError`` (see :func:`check_answers`) for answers that
+        do not fit the collection's questions.
+        """
         c = self.collection
+        answers = check_answers(c.params.domain, answers)
         if c.kind == "bloom":
             from lopub.client import Client
 
@@ -68,16 +73,49 @@ class DeviceClient:
             return {"token": enrolment["token"], "report": packed.hex()}
         i = int(enrolment["subset"])
         plan = c.params
-        codes = [plan.domain.labels(a).index(str(answers[a])) for a in plan.subsets[i]]
+        codes = [plan.domain.labels(a).index(answers[a]) for a in plan.subsets[i]]
         value = int(np.ravel_multi_index(tuple(codes), [len(plan.domain.labels(a))
                                                         for a in plan.subsets[i]]))
         rep = plan.oracle(i).perturb(np.array([value]), rng=None)
         return {"token": enrolment["token"], "subset": i, "report": to_wire(plan.oracles[i], rep)[0]}
 
     def submit(self, answers: Mapping[str, str], user_id: str | None = None) -> dict:
-        """Enrol, randomize here, send; the service's answer."""
+        """Check the answers, enrol, randomize here, send; the service's answer.
+
+        Every answer is checked against the questions before enrolling (no token is spent
+        on answers that cannot be sent), also those outside the subset this device reports.
+        """
+        check_answers(self.collection.params.domain, answers)
         enrolment = _request(f"{self.api}/enrol", {} if user_id is None else {"user_id": user_id})
         return _request(f"{self.api}/report", self.make_report(enrolment, answers))
+
+
+def check_answers(domain: Any, answers: Any) -> dict[str, str]:
+    """``answers`` ({attribute: label}, one per question of ``domain``) checked; labels as strings.
+
+    Raises ``TypeError`` if ``answers`` is not a mapping, ``ValueError`` naming the
+    attribute, the value and the allowed labels for a value that is not one of them, the
+    missing questions, or an attribute that is not a question.
+    """
+    if not isinstance(answers, Mapping):
+        raise TypeError(f"answers ({type(answers).__name__}) must be a mapping {{attribute: label}}")
+    out = {}
+    for a in domain.attrs:  # the values given first: a typo in a value is the likelier mistake
+        labels = [str(x) for x in domain.labels(a)]
+        if a in answers and str(answers[a]) not in labels:
+            raise ValueError(f"answer for {a!r} ({answers[a]!r}) must be one of {labels}")
+    unknown = [a for a in answers if a not in domain.attrs]
+    if unknown:
+        raise ValueError(f"answers has {unknown}, which are not questions; the questions are "
+                         f"{list(domain.attrs)}")
+    missing = [a for a in domain.attrs if a not in answers]
+    if missing:
+        raise ValueError(f"answers is missing {missing}; every question needs an answer "
+                         f"(questions: {list(domain.attrs)})")
+    for a in domain.attrs:
+        value = answers[a]
+        out[a] = str(value)
+    return out
 
 
 def wire_reports(c: Collection, codes: np.ndarray, subsets: np.ndarray, *,

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { webcrypto } from 'node:crypto';
 import { blake2b } from '../blake2b.js';
 import {
-  WordSource, bernoulli, randint, marginalReport, bloomReport, assignUser, makeReport,
+  WordSource, bernoulli, randint, marginalReport, bloomReport, assignUser, makeReport, checkAnswers, submit,
 } from '../lopub.js';
 if (!globalThis.crypto) globalThis.crypto = webcrypto; // Node 18: Web Crypto not yet global
 
@@ -57,7 +57,27 @@ test('makeReport builds the request body; a wrong answer is refused', () => {
     new WordSource(v.words));
   assert.deepEqual(body, { token: 't', subset: v.subset, report: v.report });
   assert.throws(() => makeReport(V.marginal_description, { token: 't', subset: 0 }, { sex: 'x', age: '<30' }),
-    /answer for sex \(x\) must be one of/);
+    /answer for sex \("x"\) must be one of \["Female","Male"\]/);
+});
+
+test('answers are checked before enrolling, also outside the assigned subset', async () => {
+  const desc = V.marginal_description;
+  const good = { sex: 'Female', age: '<30', city: 'city-1', pet: 'cat' };
+  checkAnswers(desc, good);
+  assert.throws(() => checkAnswers(desc, { ...good, pet: 'hamster' }),
+    /answer for pet \("hamster"\) must be one of \["cat","dog","🐟 fish","none"\]/);
+  assert.throws(() => checkAnswers(desc, { sex: 'Female', age: '<30', city: 'city-1' }), /missing \["pet"\]/);
+  assert.throws(() => checkAnswers(desc, { ...good, pett: 'cat' }), /\["pett"\], which are not questions/);
+  assert.throws(() => checkAnswers(desc, null), TypeError);
+  const calls = [];
+  const saved = globalThis.fetch;
+  globalThis.fetch = async (url) => { calls.push(url); return { ok: true, json: async () => desc }; };
+  try {
+    await assert.rejects(submit('http://x', 'survey', { ...good, pet: 'hamster' }), /answer for pet/);
+  } finally {
+    globalThis.fetch = saved;
+  }
+  assert.deepEqual(calls, ['http://x/api/c/survey']); // the description only: no enrolment
 });
 
 test('Web Crypto words: bernoulli(1/4) frequency within 5 sd', () => {

@@ -1,6 +1,6 @@
 // The survey page: builds the questions from the public description, randomizes the
 // answers on this device with lopub.js and sends only the randomized report.
-import { makeReport } from '/js/lopub.js';
+import { checkAnswers, makeReport } from '/js/lopub.js';
 
 const name = document.body.dataset.collection;
 const api = `/api/c/${encodeURIComponent(name)}`;
@@ -39,6 +39,7 @@ async function main() {
     $('send').disabled = true;
     const answers = Object.fromEntries(new FormData($('survey')).entries());
     try {
+      checkAnswers(desc, answers); // before enrolling: no token spent on an incomplete form
       const er = await fetch(`${api}/enrol`, { method: 'POST' });
       if (!er.ok) throw new Error((await er.json()).error);
       const body = makeReport(desc, await er.json(), answers);
