@@ -13,6 +13,7 @@ import warnings
 import networkx as nx
 import numpy as np
 import pandas as pd
+import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 
@@ -102,3 +103,50 @@ def test_shuffling_forty_reports_says_it_gives_no_amplification():
     assert "no meaningful amplification" in text and "also bounds" not in text
     assert any("no meaningful amplification" in p for p in privacy_statement(coll, real_shown=False, n=40))
     assert "also bounds" in shuffle_note(coll, 100_000)
+
+
+# small error messages ------------------------------------------------------
+def test_privacy_f_zero_says_f_must_be_positive(capsys):
+    from lopub.cli import main
+
+    assert main(["privacy", "--f", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "f must be > 0" in err and "smallest float" not in err
+    with pytest.raises(SystemExit):
+        main(["privacy", "--f", "1e-400"])  # typed non-zero, read as 0: said so by argparse
+    assert "below the smallest float" in capsys.readouterr().err
+
+
+def test_model_query_takes_one_name():
+    model, _ = _one_attribute_model(d=3, n=600)
+    name = model.domain.attrs[0]
+    assert model.query(name).attrs == model.query([name]).attrs == (name,)
+
+
+def test_compare_protocols_too_few_records_names_attributes_and_fails(capsys):
+    from lopub.cli import main
+
+    code = main(["compare-protocols", "--n", "1", "--epsilons", "4", "--protocols", "smp-grr", "--seed", "1"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "could not run" in err
+    assert "[0, 1" not in out and ("'sex'" in out or "'age_group'" in out)
+
+
+def test_compare_protocols_missing_csv_is_file_not_found(capsys, tmp_path):
+    from lopub.cli import main
+
+    assert main(["compare-protocols", "--dataset", str(tmp_path / "nosuch.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "file not found" in err and "--domain is needed" not in err
+
+
+def test_fit_stopped_on_tol_but_not_converged_reads_consistently():
+    from lopub.cli.pipeline import _not_converged
+    from lopub.pipeline.steps import not_converged_note
+    from lopub.publish.report.notes import not_converged
+
+    mf = {"converged": False, "stop": "tol", "gap": 11.45, "iterations": 133}
+    for text in (_not_converged(mf), not_converged(mf), not_converged_note("tol", 133, 11.45)):
+        assert "stopped: tol" not in text and "loss stopped falling" in text and "11.4" in text
+    assert "raise max_iter" not in not_converged_note("tol", 133, 11.45)
+    assert "max_iter" in not_converged_note("max_iter", 5000, 3.0)

@@ -189,7 +189,8 @@ def cmd_privacy(a: argparse.Namespace) -> None:
         raise ValueError("give exactly one of --f or --epsilon")
     if a.f is not None and not 0 < a.f < 1:
         raise ValueError(f"--f ({a.f:g}) must be in (0, 1): a flip probability"
-                         + (" (the value typed is below the smallest float, 5e-324)" if a.f == 0 else ""))
+                         + ("; f must be > 0 (f = 0 never randomizes a bit: no privacy, epsilon infinite)"
+                            if a.f == 0 else ""))
     if a.f is not None:
         per_attr = privacy.epsilon_per_attribute(a.f, a.h)
         out: dict[str, Any] = {"f": a.f, "h": a.h, "d": a.d, "epsilon_per_attribute": per_attr,
@@ -338,9 +339,18 @@ def _register_encode(sub: Any) -> None:
     e.set_defaults(func=cmd_encode)
 
 
+def _flip_probability(text: str) -> float:
+    """``--f`` as a float; a non-zero number typed below the smallest float (1e-400) is refused as such."""
+    value = float(text)
+    mantissa = text.strip().lower().split("e")[0]
+    if value == 0 and any(c in "123456789" for c in mantissa):
+        raise argparse.ArgumentTypeError(f"{text} is below the smallest float, 5e-324; f must be in (0, 1)")
+    return value
+
+
 def _register_privacy(sub: Any) -> None:
     v = add_command(sub, "privacy", description="Privacy accounting of LoPub's bit flipping (Eq. 8): eps = 2 h d ln((2 - f)/f).")
-    v.add_argument("--f", type=float)
+    v.add_argument("--f", type=_flip_probability, help="flip probability f in (0, 1) (Eq. 5)")
     v.add_argument("--epsilon", type=float, help="target per-record epsilon")
     v.add_argument("--h", type=int, default=DEFAULT_H, help=f"hash functions per attribute (default {DEFAULT_H})")
     v.add_argument("--d", type=int, default=1, help="number of attributes (default 1)")

@@ -6,6 +6,7 @@ The reports file these commands write and read is described in
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 import numpy as np
@@ -218,7 +219,8 @@ def _epsilons(text: str) -> list[float]:
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
-    from lopub.collect.compare import ADULT_CATEGORICAL, check_protocols, check_work, format_table
+    from lopub.collect.compare import (ADULT_CATEGORICAL, TOO_FEW_RECORDS, check_protocols, check_work,
+                                       format_table)
 
     protocols = check_protocols(a.protocols.split(","))  # before loading any data
     eps = _epsilons(a.epsilons)
@@ -235,6 +237,9 @@ def cmd_compare(a: argparse.Namespace) -> None:
         data = embedded(a.n, rng=a.seed)
     else:
         a.csv = a.dataset
+        if not os.path.isfile(a.dataset):
+            raise ValueError(f"--dataset ({a.dataset!r}) is neither 'embedded', 'adult' nor an existing "
+                             f"CSV file: file not found")
         if not a.domain:
             raise ValueError("--domain is needed when --dataset is a CSV file")
         data = _load_data(a)
@@ -243,6 +248,11 @@ def cmd_compare(a: argparse.Namespace) -> None:
                    eps1_ratio=a.eps1_ratio, method=a.postprocess, dataset=data,
                    lgrr_variant=a.lgrr_variant, rng=a.seed)
     emit(rows, a.json, format_table(rows))
+    short = [r for r in rows if r["error"] and TOO_FEW_RECORDS in r["error"]]
+    if short:  # the table is printed, but a comparison missing settings for want of records failed
+        raise ValueError(f"{len(short)} of {len(rows)} settings could not run: {data.n:,} record(s) leave an "
+                         f"attribute without a report (listed above); use more records"
+                         + (" (--n)" if a.dataset == "embedded" else ""))
 
 
 def _register_collect(subparsers: Any) -> None:

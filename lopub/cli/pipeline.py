@@ -51,7 +51,7 @@ def _fit_text(rep: dict) -> str:
     mf = rep.get("model_fit")
     if mf:
         lines.append(f"model fit: loss {mf['loss']:.6g}, {mf['iterations']} iterations, "
-                     f"{'converged' if mf['converged'] else 'NOT converged'}, "
+                     f"{'converged' if mf['converged'] else _not_converged(mf)}, "
                      f"{len(rep['measurements'])} measurements"
                      + (f"; one-way tables shrunk towards {' or '.join(mf.get('shrinkage_targets') or ['uniform'])}, "
                         f"{mf['shrinkage']:.0%} of their measured "
@@ -70,6 +70,15 @@ def _fit_text(rep: dict) -> str:
         lines += [f"  - {r}" for r in verdict.reasons]
     lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in s.items()))
     return "\n".join(lines)
+
+
+def _not_converged(mf: dict) -> str:
+    """``NOT converged`` and why, in the words of the fit's warning (stopping on tol is not convergence)."""
+    gap = mf.get("gap")
+    gap_text = "" if gap is None else f", certified gap {gap:.3g} nats above the bound"
+    why = {"tol": "the loss stopped falling" + gap_text, "max_iter": "max_iter reached" + gap_text,
+           "stalled": "no step lowered the loss" + gap_text}.get(mf.get("stop"), "")
+    return "NOT converged" + (f" ({why})" if why else "")
 
 
 def _pairs_text(rep: dict) -> str:

@@ -161,6 +161,10 @@ def check_work(runs: int, n: int, n_epsilons: int, n_protocols: int, *, name: st
     return runs
 
 
+#: the words of a setting's error when too few records left an attribute without a report
+TOO_FEW_RECORDS = "without a report under"
+
+
 def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
             protocols: Sequence[str] = DEFAULT_PROTOCOLS, *, runs: int = 1,
             eps1_ratio: float = 0.6, method: str = "clip", dataset: Any = None,
@@ -187,6 +191,8 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
     runs = check_work(runs, codes.shape[0], len(epsilons), len(protocols))
     rng = resolve_rng(rng)
     true = [np.bincount(codes[:, j], minlength=k) / codes.shape[0] for j, k in enumerate(sizes)]
+    dom = getattr(dataset, "domain", None)
+    attrs = list(dom.attrs) if dom is not None and len(dom.attrs) == len(sizes) else None
     rows = []
     for eps in epsilons:  # loops over settings and runs; each run is vectorized
         for name in protocols:
@@ -202,8 +208,10 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
                     break
                 empty = [j for j, r in enumerate(raw) if not np.all(np.isfinite(np.asarray(r, dtype=float)))]
                 if empty:  # too few records: a sampled attribute got no report (issue 25)
-                    error = (f"{codes.shape[0]} records leave attribute(s) {empty[:5]} without a report "
-                             f"under {name}; use more records (--n)")
+                    names = [attrs[j] for j in empty] if attrs else empty
+                    error = (f"{codes.shape[0]} record(s) leave attribute(s) {names[:5]}"
+                             + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                             + f" {TOO_FEW_RECORDS} {name}; use more records")
                     break
                 est = [postprocess(r, method).freq for r in raw]
                 secs.append(time.perf_counter() - start)

@@ -186,8 +186,9 @@ class Model:
 
     marginal = project
 
-    def query(self, attrs: Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
-        """Joint of ``attrs``, optionally conditioned on ``where = {attr: label}``.
+    def query(self, attrs: str | Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
+        """Joint of ``attrs`` (one attribute's name or a list of names), optionally conditioned on
+        ``where = {attr: label}``.
 
         A conditional answer's ``n`` is the estimated number of records that
         match ``where`` (``n * P(where)``), so ``counts`` stay counts;
@@ -201,7 +202,7 @@ class Model:
             returned (a statistician would otherwise read a made-up uniform
             answer as data).
         """
-        attrs = list(attrs)
+        attrs = [attrs] if isinstance(attrs, str) else list(attrs)  # one name, not its letters
         where = dict(where or {})
         both = [a for a in where if a in attrs]
         if both:

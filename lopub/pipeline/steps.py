@@ -349,11 +349,7 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress, shrink) ->
         model.meta["regions"] = [{"attrs": list(t.attrs), "p": t.values.ravel().tolist()} for t in tables]
     if progress is not None:
         progress("model fit", 1, 1)
-    gap = "none" if mrf.gap is None else f"{mrf.gap:.3g} nats"
-    notes = [] if mrf.converged else [(
-        f"model fit did not converge (stopped: {mrf.stop}, {mrf.iterations} iterations, certified gap "
-        f"{gap}); raise max_iter (lopub fit --max-iter N; in Python, fit(..., fit_options={{'max_iter': N}})) "
-        "or check the measurements' variances")]
+    notes = [] if mrf.converged else [not_converged_note(mrf.stop, mrf.iterations, mrf.gap)]
     lams = [p.provenance["shrinkage"] for p in priors]
     summary = dict(mrf.summary(), regions=len(outside), initial_loss=float(mrf.losses[0]) if mrf.losses else None,
                    shrinkage=float(np.mean(lams)) if lams else None,
@@ -441,3 +437,20 @@ def independence_model(estimator: Any, *, n: int | None = None) -> Model:
     tables = [cache.marginal(list(c)) for c in jt.cliques]
     return Model.from_marginals(dom, jt, tables, n=n if n is not None else tables[0].n,
                                 meta={"baseline": "independence"})
+
+
+def not_converged_note(stop: str, iterations: int, gap: float | None) -> str:
+    """Why a model fit is not converged, and what to do, consistent with why it stopped.
+
+    Stopping on ``tol`` (the loss no longer falls) is not convergence while
+    the certified gap is above its bound: raising max_iter would not help.
+    """
+    gap_text = "none" if gap is None else f"{gap:.3g} nats"
+    if stop == "tol":
+        return (f"model fit did not converge: its loss stopped falling (change below tol) after {iterations} "
+                f"iterations, but the certified gap, {gap_text}, is above the convergence bound; lower tol "
+                "(in Python, fit(..., fit_options={'tol': ...})) or check the measurements' variances")
+    why = {"max_iter": "it reached max_iter", "stalled": "no step lowered the loss"}.get(stop, f"stopped: {stop}")
+    return (f"model fit did not converge ({why}, {iterations} iterations, certified gap {gap_text}); raise "
+            "max_iter (lopub fit --max-iter N; in Python, fit(..., fit_options={'max_iter': N})) or check "
+            "the measurements' variances")

@@ -50,7 +50,7 @@ from lopub.dependency.cache import query_source
 from lopub.io import atomic_write_text
 from lopub.publish.report import figures
 from lopub.publish.report.data import as_dataset, mi_matrix, model_columns, unmeasured_mask
-from lopub.publish.report.notes import collection_of, privacy_statement, release_warnings
+from lopub.publish.report.notes import collection_of, not_converged, privacy_statement, release_warnings
 from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_matrix, quality_scores
 from lopub.publish.report import verdict_block
 
@@ -83,7 +83,7 @@ class _Inputs:
         return self.scores
 
     @property
-    def release(self) -> Any:
+    def release(self) -> Any:  # the synthetic data, else the model's exact marginals
         return self.synthetic if self.synthetic is not None else self.model
 
     @property
@@ -237,7 +237,7 @@ def _model_section(ctx: _Inputs) -> str:
     mf = fit.get("model_fit") if isinstance(fit.get("model_fit"), dict) else None
     if mf is not None:
         rows.append(("Model fit", f"loss {_f(mf.get('loss'), 4)}, {mf.get('iterations')} iterations, "
-                                  + ("converged" if mf.get("converged") else "NOT converged (raise max_iter: lopub fit --max-iter)")))
+                                  + ("converged" if mf.get("converged") else not_converged(mf))))
     avd = m.meta.get("calibration_avd") or [None] * len(m.cliques)
     calibrated = mf is None  # separately estimated cliques: the AVD measures their disagreement
     head = ["Clique", "Attributes", "Cells", "Separator", "Reports per cell"] + (

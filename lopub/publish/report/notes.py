@@ -130,6 +130,15 @@ def release_warnings(model: Any, *, synthetic_n: int | None, real_n: int | None)
     return out
 
 
+def not_converged(mf: dict[str, Any]) -> str:
+    """The model fit's state when not converged, consistent with why it stopped."""
+    if mf.get("stop") == "tol":  # the loss stopped falling: more iterations would not help
+        gap = mf.get("gap")
+        return ("NOT converged (the loss stopped falling"
+                + ("" if gap is None else f", certified gap {float(gap):.3g} nats above the bound") + ")")
+    return "NOT converged (raise max_iter: lopub fit --max-iter)"
+
+
 def collection_of(model: Any) -> dict[str, Any] | None:
     """``model.meta["fit"]["collection"]``: f, h, m, epsilon of the reports fitted (None if unknown)."""
     fit = model.meta.get("fit")
