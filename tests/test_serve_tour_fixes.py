@@ -210,7 +210,7 @@ def device(request, monkeypatch):
     c = Collection("survey", PLAN2 if request.param == "plan" else SPEC)
     calls = []
 
-    def fake(url, body=None, headers=None, timeout=30.0):
+    def fake(url, body=None, headers=None, timeout=30.0, retries=0):
         calls.append(url)
         if url.endswith("/enrol"):
             return {"token": "t", "subset": 0 if c.kind == "marginal" else None}
@@ -241,3 +241,75 @@ def test_device_client_checks_every_answer_before_enrolling(device, answers, mes
         dc.submit([("smoker", "no")])
     assert dc.submit({"smoker": "no", "age": "<30", "region": "east"}) == {"stored": 1}
     assert [u.rsplit("/", 1)[1] for u in calls] == ["enrol", "report"]
+
+
+# 6. retries after 429 / 503 ------------------------------------------------------------------
+
+class _Reply:
+    def __init__(self, body):
+        self.body = body
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read(self):
+        return self.body
+
+
+def _http(monkeypatch, statuses, retry_after="0"):
+    """urlopen answering the ``statuses`` in turn (then 200); returns the sleeps made."""
+    import email.message
+    import io
+    import urllib.error
+
+    from lopub.serve import client as mod
+
+    queue, sleeps = list(statuses), []
+
+    def urlopen(req, timeout=None):
+        if queue:
+            headers = email.message.Message()
+            if retry_after is not None:
+                headers["Retry-After"] = retry_after
+            raise urllib.error.HTTPError(req.full_url, queue.pop(0), "busy", headers, io.BytesIO(b"{}"))
+        return _Reply(b'{"stored": 1}')
+
+    monkeypatch.setattr(mod.urllib.request, "urlopen", urlopen)
+    monkeypatch.setattr(mod.time, "sleep", sleeps.append)
+    return sleeps
+
+
+def test_request_retries_429_and_503_honouring_retry_after(monkeypatch):
+    from lopub.serve.client import _request, post_batch
+
+    sleeps = _http(monkeypatch, [429, 503], retry_after="2")
+    assert _request("http://x/r", {}, retries=3) == {"stored": 1} and sleeps == [2.0, 2.0]
+    sleeps = _http(monkeypatch, [503, 503, 503, 503], retry_after=None)  # no header: 1, 2, 4 s
+    with pytest.raises(ValueError, match=r"HTTP 503 \(after 4 attempts\)"):
+        post_batch("http://x", "s", [], "k" * 16)
+    assert sleeps == [1.0, 2.0, 4.0]
+    sleeps = _http(monkeypatch, [429], retry_after="3600")  # longer than MAX_WAIT: give up at once
+    with pytest.raises(ValueError, match="HTTP 429"):
+        _request("http://x/r", {}, retries=3)
+    assert sleeps == []
+    sleeps = _http(monkeypatch, [422])  # not a transient error: no retry
+    with pytest.raises(ValueError, match="HTTP 422"):
+        _request("http://x/r", {}, retries=3)
+    assert sleeps == []
+
+
+def test_service_sends_retry_after_with_429(tmp_path):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from lopub.serve.app import ServeConfig, build_app
+
+    cfg = ServeConfig({"m": Collection("m", PLAN2)}, SQLiteStore(tmp_path / "s.sqlite"), b"s" * 64,
+                      rate=0.5, burst=1.0)
+    with TestClient(build_app(cfg)) as http:
+        assert http.post("/api/c/m/enrol", json={}).status_code == 201
+        refused = http.post("/api/c/m/enrol", json={})
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "2"

@@ -10,7 +10,8 @@ the page ``GET /c/NAME`` and its scripts.  Writing:
     ``{"user_id": ...}`` body with the plan's keyed hash).
 ``POST /api/c/NAME/report``
     One report; 201 after it is committed, 409 for a used token, 422 for a
-    report that does not fit the plan (nothing stored), 413 / 429 for floods.
+    report that does not fit the plan (nothing stored), 413 / 429 for floods,
+    503 if the store failed (nothing stored); 429 and 503 carry ``Retry-After``.
 ``POST /api/c/NAME/batch``
     ``{"reports": [...]}`` from a relay holding the relay key (``Authorization:
     Bearer KEY``); validated per batch with NumPy; answers ``{"stored": n,
@@ -26,6 +27,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -86,8 +88,8 @@ class ServeConfig:
     js_dir: Path = STATIC  # lopub.js, blake2b.js: links to clients/js (copies in a wheel)
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 async def _read_json(request: Request, limit: int) -> Any:
@@ -108,9 +110,9 @@ async def _read_json(request: Request, limit: int) -> Any:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.retry_after = status, message, retry_after
 
 
 class Service:
@@ -134,7 +136,8 @@ class Service:
     def _throttle(self, request: Request, cost: float = 1.0) -> None:
         who = request.client.host if request.client else "?"
         if not self.limit.allow(who, cost):
-            raise _Refused(429, "too many requests from this address; retry later")
+            raise _Refused(429, "too many requests from this address; retry later",
+                           retry_after=max(1, math.ceil(cost / self.limit.rate)) if self.limit.rate > 0 else 1)
 
     async def collections(self, request: Request) -> Response:
         return JSONResponse({"collections": sorted(self.cfg.collections)})
@@ -220,7 +223,8 @@ class Service:
                 accepted = await asyncio.wrap_future(fut)
             except Exception as exc:
                 log.error("store failed (%s); nothing acknowledged", type(exc).__name__)
-                raise _Refused(503, "the report store is unavailable; nothing was stored, retry") from None
+                raise _Refused(503, "the report store is unavailable; nothing was stored, retry",
+                               retry_after=1) from None
         for i, ok in zip(keep, accepted):
             if not ok:
                 errors[i] = "token was already used (one report per token)"
@@ -255,7 +259,8 @@ def _guard(handler):
         try:
             return await handler(request)
         except _Refused as r:
-            return _error(r.status, r.message)
+            return _error(r.status, r.message,
+                          None if r.retry_after is None else {"retry-after": str(r.retry_after)})
     return wrapped
 
 

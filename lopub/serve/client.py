@@ -11,7 +11,11 @@ drawing from OS entropy, and sends only the randomized report.
 """
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
+import math
+import time
 import urllib.error
 import urllib.request
 from typing import Any, Mapping
@@ -21,17 +25,53 @@ import numpy as np
 from lopub.serve.protocol import Collection
 
 
+#: HTTP statuses after which a request is sent again: 429 (rate limit), 503 (store unavailable;
+#: nothing was stored, so the same token may be sent again)
+RETRY_STATUS = (429, 503)
+MAX_WAIT = 30.0  # seconds: the longest Retry-After honoured before giving up
+
+
 def _request(url: str, body: Any = None, headers: Mapping[str, str] | None = None,
-             timeout: float = 30.0) -> Any:
+             timeout: float = 30.0, retries: int = 0) -> Any:
+    """JSON ``GET`` (``body is None``) or ``POST``; up to ``retries`` more attempts after HTTP 429
+    or 503, each after the server's ``Retry-After`` (seconds or an HTTP date; at most
+    :data:`MAX_WAIT`), else 1, 2, 4 ... seconds.  Other HTTP errors raise ``ValueError`` at once."""
     data = None if body is None else json.dumps(body).encode("utf-8")
-    req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
-                                 headers={"content-type": "application/json", **(headers or {})})
+    for attempt in range(retries + 1):
+        req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
+                                     headers={"content-type": "application/json", **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")
+            wait = _retry_after(exc.headers.get("retry-after") if exc.headers else None, attempt)
+            if exc.code not in RETRY_STATUS or attempt == retries or wait is None:
+                tried = f" (after {attempt + 1} attempts)" if attempt else ""
+                raise ValueError(f"{url}: HTTP {exc.code}{tried}: {detail}") from None
+        time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _retry_after(value: str | None, attempt: int) -> float | None:
+    """Seconds to wait before the next attempt; ``None`` if the server asks for more than
+    :data:`MAX_WAIT`."""
+    if value is None:
+        return float(min(2 ** attempt, MAX_WAIT))
+    value = value.strip()
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")
-        raise ValueError(f"{url}: HTTP {exc.code}: {detail}") from None
+        wait = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return float(min(2 ** attempt, MAX_WAIT))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        wait = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    if math.isnan(wait) or wait > MAX_WAIT:  # too long: give up now, say so
+        return None
+    return max(0.0, wait)
 
 
 def to_wire(oracle: str, report: np.ndarray) -> list:
@@ -47,9 +87,14 @@ def to_wire(oracle: str, report: np.ndarray) -> list:
 class DeviceClient:
     """One device reporting to collection ``name`` of the service at ``base_url``."""
 
-    def __init__(self, base_url: str, name: str) -> None:
+    def __init__(self, base_url: str, name: str, *, retries: int = 3) -> None:
+        """``retries``: attempts after HTTP 429 or 503, honouring ``Retry-After`` (see
+        :func:`_request`; 0 for none)."""
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+            raise ValueError(f"retries ({retries!r}) must be an integer in [0, 10]")
+        self.retries = retries
         self.api = f"{base_url.rstrip('/')}/api/c/{name}"
-        desc = _request(self.api)
+        desc = _request(self.api, retries=retries)
         from lopub import CollectionSpec
         from lopub.collect import MarginalPlan
 
@@ -86,8 +131,9 @@ class DeviceClient:
         on answers that cannot be sent), also those outside the subset this device reports.
         """
         check_answers(self.collection.params.domain, answers)
-        enrolment = _request(f"{self.api}/enrol", {} if user_id is None else {"user_id": user_id})
-        return _request(f"{self.api}/report", self.make_report(enrolment, answers))
+        enrolment = _request(f"{self.api}/enrol", {} if user_id is None else {"user_id": user_id},
+                             retries=self.retries)
+        return _request(f"{self.api}/report", self.make_report(enrolment, answers), retries=self.retries)
 
 
 def check_answers(domain: Any, answers: Any) -> dict[str, str]:
@@ -146,12 +192,14 @@ def wire_reports(c: Collection, codes: np.ndarray, subsets: np.ndarray, *,
     return out
 
 
-def enrol_many(base_url: str, name: str, n: int) -> list[dict]:
-    """``n`` enrolments (simulation; a real device enrols itself)."""
-    return [_request(f"{base_url.rstrip('/')}/api/c/{name}/enrol", {}) for _ in range(n)]
+def enrol_many(base_url: str, name: str, n: int, retries: int = 3) -> list[dict]:
+    """``n`` enrolments (simulation; a real device enrols itself); retries as :class:`DeviceClient`."""
+    return [_request(f"{base_url.rstrip('/')}/api/c/{name}/enrol", {}, retries=retries) for _ in range(n)]
 
 
-def post_batch(base_url: str, name: str, items: list, relay_key: str, timeout: float = 120.0) -> dict:
-    """Send ``items`` (``{token, subset?, report}``) through the relay endpoint."""
+def post_batch(base_url: str, name: str, items: list, relay_key: str, timeout: float = 120.0,
+               retries: int = 3) -> dict:
+    """Send ``items`` (``{token, subset?, report}``) through the relay endpoint; after HTTP 429
+    or 503 (nothing stored) up to ``retries`` more attempts, honouring ``Retry-After``."""
     return _request(f"{base_url.rstrip('/')}/api/c/{name}/batch", {"reports": items},
-                    {"authorization": f"Bearer {relay_key}"}, timeout)
+                    {"authorization": f"Bearer {relay_key}"}, timeout, retries)
