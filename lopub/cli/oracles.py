@@ -251,8 +251,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
     short = [r for r in rows if r["error"] and TOO_FEW_RECORDS in r["error"]]
     if short:  # the table is printed, but a comparison missing settings for want of records failed
         raise ValueError(f"{len(short)} of {len(rows)} settings could not run: {data.n:,} record(s) leave an "
-                         f"attribute without a report (listed above); use more records"
-                         + (" (--n)" if a.dataset == "embedded" else ""))
+                         f"attribute without a report (listed above); use more records")
 
 
 def _register_collect(subparsers: Any) -> None:

@@ -209,9 +209,9 @@ def compare(codes: Any, sizes: Sequence[int], epsilons: Sequence[float],
                 empty = [j for j, r in enumerate(raw) if not np.all(np.isfinite(np.asarray(r, dtype=float)))]
                 if empty:  # too few records: a sampled attribute got no report (issue 25)
                     names = [attrs[j] for j in empty] if attrs else empty
-                    error = (f"{codes.shape[0]} record(s) leave attribute(s) {names[:5]}"
+                    error = (f"{codes.shape[0]} records leave attribute(s) {names[:5]}"
                              + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-                             + f" {TOO_FEW_RECORDS} {name}; use more records")
+                             + f" {TOO_FEW_RECORDS} {name}; use more records (--n)")
                     break
                 est = [postprocess(r, method).freq for r in raw]
                 secs.append(time.perf_counter() - start)
