@@ -150,3 +150,10 @@ def test_fit_stopped_on_tol_but_not_converged_reads_consistently():
         assert "stopped: tol" not in text and "loss stopped falling" in text and "11.4" in text
     assert "raise max_iter" not in not_converged_note("tol", 133, 11.45)
     assert "max_iter" in not_converged_note("max_iter", 5000, 3.0)
+
+
+def test_sixty_linked_attributes_spread_without_overlapping_names():
+    g = nx.relabel_nodes(nx.gnm_random_graph(60, 70, seed=0), dict(enumerate(WIDE)))
+    fig = plots.graph_figure(g, _tree(g))
+    assert text_problems(fig) == []
+    assert any("names shortened" in t.get_text() for t in fig.axes[1].texts + [fig.axes[1].title])

@@ -163,29 +163,72 @@ MAX_RING = 16
 MAX_TREE = 16
 
 
+def _spread_labels(pos: dict, names: dict, side: float, rounds: int = 200) -> dict:
+    """Positions moved apart until no two label boxes (8-point text, estimated) overlap.
+
+    ``pos`` spans about [-1, 1] on a panel of ``side`` inches; overlapping
+    pairs are pushed apart along the axis where they overlap least.
+    """
+    keys = list(pos)
+    xy = np.array([pos[k] for k in keys], dtype=float)
+    scale = 2.5 / (0.75 * side)  # data units per inch (the layout spans [-1, 1], margins 12 %)
+    w = np.array([(len(names[k]) + 2) * 0.08 for k in keys]) * scale
+    h = np.full(len(keys), 0.3 * scale)
+    for _ in range(rounds):
+        dx = xy[:, None, 0] - xy[None, :, 0]
+        dy = xy[:, None, 1] - xy[None, :, 1]
+        ox = (w[:, None] + w[None, :]) / 2 - np.abs(dx)
+        oy = (h[:, None] + h[None, :]) / 2 - np.abs(dy)
+        hit = (ox > 0) & (oy > 0)
+        np.fill_diagonal(hit, False)
+        if not hit.any():
+            break
+        along_y = oy <= ox
+        sy = np.where(dy >= 0, 1.0, -1.0)
+        sx = np.where(dx >= 0, 1.0, -1.0)
+        xy[:, 1] += 0.5 * np.where(hit & along_y, sy * (oy + 1e-3), 0).sum(axis=1)
+        xy[:, 0] += 0.5 * np.where(hit & ~along_y, sx * (ox + 1e-3), 0).sum(axis=1)
+    return {k: tuple(p) for k, p in zip(keys, xy)}
+
+
 def _list_tree(ax, tree: JunctionTree, alone: Sequence[str]) -> None:
     """The junction tree as text: cliques of two or more attributes with parent and separator,
-    then the attributes that are cliques of their own (no edge), wrapped."""
+    then the attributes that are cliques of their own (no edge), wrapped; names shortened
+    (:func:`short_labels`) when the full listing would run past ``MAX_LIST_LINES`` lines."""
+    text = _tree_lines(tree, alone, {})
+    short = len(text) > MAX_LIST_LINES
+    if short:
+        attrs = sorted({a for c in tree.cliques for a in c})
+        text = _tree_lines(tree, alone, dict(zip(attrs, short_labels(attrs, 14))))
+    ax.text(0.0, 1.0, "\n".join(text), va="top", ha="left", fontsize=7, family="monospace",
+            transform=ax.transAxes, wrap=False)
+    ax.set_title(f"Junction tree: {len(tree.cliques)} cliques in {len(tree.roots)} component(s), "
+                 f"too many to draw; listed" + (" (names shortened)" if short else ""), fontsize=11)
+    ax.axis("off")
+
+
+#: lines of a junction-tree listing before names are shortened
+MAX_LIST_LINES = 70
+
+
+def _tree_lines(tree: JunctionTree, alone: Sequence[str], name: dict) -> list[str]:
     label = {i: f"C{k}" for k, i in enumerate(tree.order)}
     parent = {c: p for p, c in tree.edges}
-    lines = [textwrap.fill(f"{label[i]}: {', '.join(tree.cliques[i])}"
-                           + (f"  [parent {label[parent[i]]}; separator {', '.join(tree.separator(i))}]"
-                              if i in parent else "  [root]"), 100, subsequent_indent="    ")
+
+    def join(attrs) -> str:
+        return ", ".join(name.get(a, a) for a in attrs)
+
+    lines = [f"{label[i]}: {join(tree.cliques[i])}"
+             + (f"  [parent {label[parent[i]]}; separator {join(tree.separator(i))}]" if i in parent else "  [root]")
              for i in tree.order if len(tree.cliques[i]) > 1]
     lone = set(alone)
     singles = [tree.cliques[i][0] for i in tree.order if len(tree.cliques[i]) == 1 and tree.cliques[i][0] in lone]
     if singles:
-        lines.append(textwrap.fill(f"{len(singles)} attributes in no edge, each a clique of its own: "
-                                   + ", ".join(singles), 100, subsequent_indent="    "))
-    others = [i for i in tree.order if len(tree.cliques[i]) == 1 and tree.cliques[i][0] not in lone]
+        lines.append(f"{len(singles)} attributes in no edge, each a clique of its own: {join(singles)}")
+    others = [tree.cliques[i][0] for i in tree.order if len(tree.cliques[i]) == 1 and tree.cliques[i][0] not in lone]
     if others:
-        lines.append(f"{len(others)} more single-attribute cliques: "
-                     + ", ".join(tree.cliques[i][0] for i in others))
-    ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", fontsize=7, family="monospace",
-            transform=ax.transAxes, wrap=False)
-    ax.set_title(f"Junction tree: {len(tree.cliques)} cliques in {len(tree.roots)} component(s), "
-                 f"too many to draw; listed", fontsize=11)
-    ax.axis("off")
+        lines.append(f"{len(others)} more single-attribute cliques: {join(others)}")
+    return [w for line in lines for w in textwrap.wrap(line, 100, subsequent_indent="    ")]
 
 
 def _pairs(clique) -> list[tuple[str, str]]:
@@ -215,6 +258,9 @@ def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list, lef
         h.add_edges_from(e for c in tree.cliques for e in _pairs(c) if all(a in g for a in e))
         pos = (nx.kamada_kawai_layout(h) if nx.is_connected(h)
                else nx.spring_layout(h, seed=0, k=2.5 / np.sqrt(len(nodes)), iterations=200))
+    names = dict(zip(nodes, short_labels(nodes, 18 if len(nodes) <= MAX_RING else 12)))
+    if len(nodes) > MAX_RING:
+        pos = _spread_labels(pos, names, ax.figure.get_figheight() - 0.5)
     if pos:  # the node boxes are texts: the axes' limits come from these points
         ax.scatter(*np.array(list(pos.values())).T, s=0)
     colors = matplotlib.colormaps["tab20"]
@@ -236,7 +282,6 @@ def _draw_graph(ax, g: nx.Graph, tree: JunctionTree, gone: set, extra: list, lef
                            style="dashed", edge_color="#d62728", width=2.2)
     nx.draw_networkx_edges(g, pos, edgelist=left, ax=ax, style="dotted", edge_color="#aaa", width=2.0)
     nx.draw_networkx_edges(g, pos, edgelist=extra, ax=ax, style="dotted", edge_color="#36c", width=1.2)
-    names = dict(zip(nodes, short_labels(nodes, 18 if len(nodes) <= MAX_RING else 12)))
     for a in nodes:  # each node is its label's box: a name never runs out of its node
         r, gg, b, _ = colors(home.get(a, 0) % 20)
         ax.text(*pos[a], names[a], ha="center", va="center", fontsize=8, zorder=3, clip_on=False,
