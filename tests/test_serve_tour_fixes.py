@@ -313,3 +313,10 @@ def test_service_sends_retry_after_with_429(tmp_path):
         assert http.post("/api/c/m/enrol", json={}).status_code == 201
         refused = http.post("/api/c/m/enrol", json={})
         assert refused.status_code == 429 and refused.headers["retry-after"] == "2"
+
+
+def test_store_messages_never_show_a_database_password():
+    from lopub.serve.storage import shown
+
+    assert shown("postgresql://u:p%40ss@db:5432/lopub?password=x") == "postgresql://u:***@db:5432/lopub"
+    assert shown("postgres://db/lopub") == "postgres://db/lopub" and shown("a/b.sqlite") == "a/b.sqlite"

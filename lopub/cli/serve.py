@@ -37,7 +37,7 @@ def cmd_serve(a: argparse.Namespace) -> None:
     options = _options(a)
     cfg = build_config(options)  # checks everything (and creates the secret) before serving
     print(f"lopub serve: {sorted(cfg.collections)} on http://{a.host}:{a.port}/ "
-          f"(store {options['store']}, {a.workers} worker(s))", flush=True)
+          f"(store {cfg.store.where}, {a.workers} worker(s))", flush=True)
     common = dict(host=a.host, port=a.port, log_level="info" if a.access_log else "warning",
                   access_log=a.access_log)
     if a.workers == 1:

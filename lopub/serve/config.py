@@ -88,7 +88,7 @@ def resolve(options: dict[str, Any]) -> dict[str, Any]:
 def build_config(options: dict[str, Any]) -> Any:
     """A :class:`~lopub.serve.app.ServeConfig` from resolved options (opens the store)."""
     from lopub.serve.app import ServeConfig
-    from lopub.serve.storage import open_store
+    from lopub.serve.storage import open_store, shown
     from lopub.serve.tokens import load_secret
 
     o = resolve(options)
@@ -96,7 +96,7 @@ def build_config(options: dict[str, Any]) -> Any:
     try:
         store = open_store(o["store"])
     except Exception as exc:  # a missing folder, a read-only file or file system, no database
-        raise ValueError(f"--store ({o['store']}) must be a store lopub serve can write reports to "
+        raise ValueError(f"--store ({shown(o['store'])}) must be a store lopub serve can write reports to "
                          f"(a SQLite file in an existing, writable folder, or a postgresql:// URL): "
                          f"{exc}") from None
     try:

@@ -300,10 +300,7 @@ class PostgresStore(Store):
         import psycopg
 
         self.url = url
-        parts = urllib.parse.urlsplit(url)
-        netloc = parts.netloc if parts.password is None else parts.netloc.replace(
-            ":" + parts.password + "@", ":***@")
-        self.where = urllib.parse.urlunsplit(parts._replace(netloc=netloc))  # no password in messages
+        self.where = shown(url)
         self._expected, self._bound = {}, set()
         self._db = psycopg.connect(url, autocommit=False)
         self._lock = threading.Lock()
@@ -366,6 +363,17 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         self._db.close()
+
+
+def shown(where: str | os.PathLike) -> str:
+    """``where`` for messages: a PostgreSQL URL without its password (nor query parameters)."""
+    text = str(where)
+    if not is_url(text):
+        return text
+    parts = urllib.parse.urlsplit(text)
+    user, _, host = parts.netloc.rpartition("@")
+    netloc = f"{user.partition(':')[0]}:***@{host}" if ":" in user else parts.netloc
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=""))
 
 
 def is_url(where: str | os.PathLike) -> bool:
