@@ -78,11 +78,11 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         planner's report (its ``warning`` is set above epsilon 10; its
         ``notes`` give the plan-time group-size checks; after a two-phase
         collection its ``marginals`` option carries the screen's predictions,
-        :meth:`~lopub.collect.planner.PlanReport.after_screen`, and Bloom
+        :meth:`~lopub.collect.plan_report.PlanReport.after_screen`, and Bloom
         reports of the main-phase users are returned where the screen
         predicts them lowest; after a single-phase ``auto`` collection that
         measures every pair, the predictions from its own tables,
-        :meth:`~lopub.collect.planner.PlanReport.after_collection`).
+        :meth:`~lopub.collect.plan_report.PlanReport.after_collection`).
 
     Raises
     ------

@@ -135,7 +135,7 @@ class ScreenProfile(Profile):
     share ``(K_a - 1)(K_b - 1) / (K_a K_b)`` in which ``d`` lives.  It is
     closer to the true mean dependence (retail top-100 items at epsilon 8:
     0.0009 against 0.0068 without, truth 0.0006) and is what
-    :meth:`~lopub.collect.planner.PlanReport.after_collection` predicts
+    :meth:`~lopub.collect.plan_report.PlanReport.after_collection` predicts
     with; as the screen's choice of the main plan it made retail top-20 at
     epsilon 1 worse (0.0221 against 0.0198 mean 2-way TVD, seeds 0-3: it
     measured fewer pairs), so the screen keeps the default.  Pairs the
