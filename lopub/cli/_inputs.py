@@ -51,8 +51,8 @@ def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | No
         if parquet:
             return _text_missing(_read_parquet(path), na, strip=False)
         given = sep
-        sep = sep or detect_sep(path)
-        df = _read_csv_rows(path, sep)
+        sep = used = sep or detect_sep(path)
+        df = _read_csv_rows(path, used)
     except FileNotFoundError:
         raise FileNotFoundError(f"{'Parquet' if parquet else 'CSV'} file {path!r} does not exist") from None
     except IsADirectoryError:
@@ -64,7 +64,7 @@ def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | No
                          f"{exc.object[exc.start]:#04x}); save it as UTF-8") from None
     except pd.errors.ParserError as exc:
         raise ValueError(f"CSV file {path!r} cannot be read with the delimiter {sep!r}: "
-                         f"{' '.join(str(exc).split())}{_sep_hint(path, sep, given)}") from None
+                         f"{' '.join(str(exc).split())}{_sep_hint(path, used, given)}") from None
     df = _text_missing(df, na | {""}, strip=True)
     return _read_numbers(df, path, decimal or ("," if sep == ";" else "."), na)
 
@@ -160,7 +160,7 @@ def _sep_hint(path: str, sep: str, given: str | None) -> str:
     except OSError:
         return ""
     head = {s: len(r[0]) for s, r in rows.items() if r}
-    likely = max(head, key=head.get) if head else None
+    likely = max(head, key=lambda s: head[s]) if head else None
     if likely is None or head[likely] < 2:
         return ("" if given else f"; if its delimiter is not {sep!r}, give it with --sep "
                 "(Python: read_csv(path, sep=...))")

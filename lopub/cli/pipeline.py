@@ -77,7 +77,7 @@ def _not_converged(mf: dict) -> str:
     gap = mf.get("gap")
     gap_text = "" if gap is None else f", certified gap {gap:.3g} nats above the bound"
     why = {"tol": "the loss stopped falling" + gap_text, "max_iter": "max_iter reached" + gap_text,
-           "stalled": "no step lowered the loss" + gap_text}.get(mf.get("stop"), "")
+           "stalled": "no step lowered the loss" + gap_text}.get(str(mf.get("stop")), "")
     return "NOT converged" + (f" ({why})" if why else "")
 
 

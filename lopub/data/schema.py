@@ -257,7 +257,7 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     elif len(cats) > 50 and kind == "text":
         notes.append(f"{len(cats)} categories: kept, but only protocols that carry large domains "
                      f"(one attribute per user, Bloom reports) estimate it well")
-    if kind == "date" and binning is not None and np.any(values != np.floor(values)):
+    if kind == "date" and binning is not None and values is not None and np.any(values != np.floor(values)):
         notes.append("the values have a time of day: the bins are of days and a release gives "
                      "dates at midnight (time of day dropped)")
     attr = Attribute(name, cats, binning, kind, label)

@@ -108,7 +108,7 @@ def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, An
     """
     ms = [m for m in (as_measurement(t) for t in measurements) if m is not None]
     stats = TableStats.of(model, ms)
-    shrunk = bool(fit) and fit.get("shrinkage") is not None
+    shrunk = fit is not None and fit.get("shrinkage") is not None
     found = fit_check(stats) + uniform_check(stats, n=n, epsilon=epsilon, shrunk=shrunk) + independence_check(stats)
     found += lost_dependency_check(stats) + small_groups_check(groups or []) + convergence_check(fit, stats)
     found += unmeasured_check(stats, unmeasured or [])

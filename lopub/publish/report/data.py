@@ -106,8 +106,10 @@ def unmeasured_mask(model: Any, attrs: list[str]) -> np.ndarray:
     from the one-way tables as independence, not estimated.  Other
     collections (Bloom reports, all attributes per user) measure every pair.
     """
-    fit = model.meta.get("fit") if isinstance(model.meta.get("fit"), dict) else {}
-    coll = fit.get("collection") if isinstance(fit.get("collection"), dict) else {}
+    meta_fit = model.meta.get("fit")
+    fit: dict = meta_fit if isinstance(meta_fit, dict) else {}
+    meta_coll = fit.get("collection")
+    coll: dict = meta_coll if isinstance(meta_coll, dict) else {}
     d = len(attrs)
     out = np.zeros((d, d), dtype=bool)
     if coll.get("protocol") != "marginals" or not coll.get("subsets"):
