@@ -142,7 +142,7 @@ def test_compare_protocols_missing_csv_is_file_not_found(capsys, tmp_path):
 
 def test_fit_stopped_on_tol_but_not_converged_reads_consistently():
     from lopub.cli.pipeline import _not_converged
-    from lopub.pipeline.steps import not_converged_note
+    from lopub.model.pgm.fit import not_converged_note
     from lopub.publish.report.notes import not_converged
 
     mf = {"converged": False, "stop": "tol", "gap": 11.45, "iterations": 133}

@@ -101,7 +101,8 @@ def test_one_attribute_protocol_says_no_pair_was_measured(one_attribute_fit):
 
 
 def test_partial_plan_verdict_names_the_unmeasured_pairs_and_scopes_the_ok():
-    from lopub.model.checks import assess, unmeasured_pairs
+    from lopub.model.checks import assess
+    from lopub.model.verdict_inputs import unmeasured_pairs
     from lopub.model.verdict import CAVEATS
 
     class Plan:  # a marginal-sampling source that measured (x, y), (y, z) and the one-ways

@@ -22,6 +22,7 @@ from lopub.pipeline.steps import (DEFAULT_CLIQUE_BUDGET, PGM_CLIQUE_BUDGET, PGM_
                         fit)
 from lopub.model.pgm.fit import DEFAULT_MAX_ITER
 from lopub.model.verdict import NOT_USABLE, Verdict
+from lopub.publish.report.notes import not_converged as _not_converged
 from lopub.pipeline.options import FitOptions
 from lopub.progress import warning
 from lopub.cli._commands import add_command
@@ -70,15 +71,6 @@ def _fit_text(rep: dict) -> str:
         lines += [f"  - {r}" for r in verdict.reasons]
     lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in s.items()))
     return "\n".join(lines)
-
-
-def _not_converged(mf: dict) -> str:
-    """``NOT converged`` and why, in the words of the fit's warning (stopping on tol is not convergence)."""
-    gap = mf.get("gap")
-    gap_text = "" if gap is None else f", certified gap {gap:.3g} nats above the bound"
-    why = {"tol": "the loss stopped falling" + gap_text, "max_iter": "max_iter reached" + gap_text,
-           "stalled": "no step lowered the loss" + gap_text}.get(str(mf.get("stop")), "")
-    return "NOT converged" + (f" ({why})" if why else "")
 
 
 def _pairs_text(rep: dict) -> str:

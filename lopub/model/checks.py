@@ -54,8 +54,7 @@ from scipy import stats as st
 
 from lopub.data.marginal import Marginal
 from lopub.estimate.measurement import Measurement
-from lopub.model.table_stats import (Table, TableStats, as_measurement, cramers_v, gather_measurements,
-                                     table_tvd)
+from lopub.model.table_stats import (Table, TableStats, as_measurement, cramers_v, table_tvd)
 from lopub.model.verdict import Finding, Verdict
 
 ALPHA = 1e-3          # family-wise false-alarm rate of every "significant" statement
@@ -100,7 +99,7 @@ def assess(model: Any, measurements: Sequence[Marginal], *, fit: Mapping[str, An
         Per-record budget (named when the setting is hopeless).
     unmeasured : sequence of pairs of str, optional
         Attribute pairs the collection never measured
-        (:func:`unmeasured_pairs`); None when every pair was measurable.
+        (:func:`lopub.model.verdict_inputs.unmeasured_pairs`); None when every pair was measurable.
 
     Returns
     -------
@@ -326,21 +325,6 @@ def unmeasured_check(stats: TableStats, unmeasured: Sequence[Sequence[str]]) -> 
                      "pairs_total": total, "in_a_clique": len(linked)})]
 
 
-def unmeasured_pairs(source: Any, attrs: Sequence[str]) -> list[tuple[str, str]] | None:
-    """Pairs of ``attrs`` no measured set of ``source`` contains (None: every pair measurable).
-
-    ``source`` is a marginal-sampling source (``covers(attrs)``), or one that
-    wraps it (``.source``, as :class:`~lopub.collect.server.CompletedSource`);
-    any other source (Bloom reports, exact marginals) can answer every pair.
-    """
-    covers = getattr(source, "covers", None)
-    if not callable(covers):
-        covers = getattr(getattr(source, "source", None), "covers", None)
-    if not callable(covers):
-        return None
-    return [(a, b) for a, b in itertools.combinations(attrs, 2) if not covers([a, b])]
-
-
 def _pair_count(stats: TableStats) -> int:
     dom = getattr(stats.model, "domain", None)
     attrs = dom.attrs if dom is not None else set().union(*map(set, stats.model.tree.cliques))
@@ -449,20 +433,3 @@ def _sets(sets: Sequence[Sequence[str]]) -> str:
 
 def _r(x: float) -> float:
     return float(f"{float(x):.4g}")
-
-
-def fit_verdict(cache: Any, model: Any, report: Any) -> Verdict:
-    """The verdict :func:`lopub.pipeline.steps.fit` stores: :func:`assess` on what ``cache`` holds.
-
-    ``report`` is the :class:`~lopub.model.fit_result.FitReport` (its
-    measured sets, model-fit summary, users and collection); a cache over
-    marginal-sampling measurements (``cache.source.measurements()``) also
-    gives the per-subset groups.
-    """
-    source = getattr(cache, "source", None)
-    per_set = getattr(source, "measurements", None)
-    groups = [m for m in per_set() if isinstance(m, Measurement)] if callable(per_set) else []
-    eps = (report.collection or {}).get("epsilon_per_record")
-    return assess(model, gather_measurements(cache, report.measurements), fit=report.model_fit,
-                  groups=groups, n=report.n, epsilon=None if eps is None else float(eps),
-                  unmeasured=unmeasured_pairs(source, list(cache.domain.attrs)))

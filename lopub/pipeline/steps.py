@@ -32,11 +32,11 @@ from lopub.dependency.structure import STRUCTURES, structure_graph  # noqa: F401
 from lopub.dependency.junction import JunctionTree, junction_tree
 from lopub.data.domain import Domain
 from lopub.errors import BudgetError
-from lopub.model.checks import fit_verdict, unmeasured_pairs
+from lopub.model.verdict_inputs import fit_verdict, unmeasured_pairs
 from lopub.model.fit_result import FitReport, FitResult
 from lopub.model.graphical import Model
 from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
-from lopub.model.pgm.fit import BYTES_PER_CELL
+from lopub.model.pgm.fit import BYTES_PER_CELL, not_converged_note
 from lopub.model.pgm.measure import outside_measurements, release_measurements
 from lopub.model.pgm.relaxed import derived, regions
 from lopub.model.pgm.shrink import shrinkage_priors
@@ -437,20 +437,3 @@ def independence_model(estimator: Any, *, n: int | None = None) -> Model:
     tables = [cache.marginal(list(c)) for c in jt.cliques]
     return Model.from_marginals(dom, jt, tables, n=n if n is not None else tables[0].n,
                                 meta={"baseline": "independence"})
-
-
-def not_converged_note(stop: str, iterations: int, gap: float | None) -> str:
-    """Why a model fit is not converged, and what to do, consistent with why it stopped.
-
-    Stopping on ``tol`` (the loss no longer falls) is not convergence while
-    the certified gap is above its bound: raising max_iter would not help.
-    """
-    gap_text = "none" if gap is None else f"{gap:.3g} nats"
-    if stop == "tol":
-        return (f"model fit did not converge: its loss stopped falling (change below tol) after {iterations} "
-                f"iterations, but the certified gap, {gap_text}, is above the convergence bound; lower tol "
-                "(in Python, fit(..., fit_options={'tol': ...})) or check the measurements' variances")
-    why = {"max_iter": "it reached max_iter", "stalled": "no step lowered the loss"}.get(stop, f"stopped: {stop}")
-    return (f"model fit did not converge ({why}, {iterations} iterations, certified gap {gap_text}); raise "
-            "max_iter (lopub fit --max-iter N; in Python, fit(..., fit_options={'max_iter': N})) or check "
-            "the measurements' variances")

@@ -355,3 +355,21 @@ def _descend(ct: CliqueTree, terms, theta: list[np.ndarray], tol: float, max_ite
         if len(losses) > WINDOW and losses[-WINDOW - 1] - point.loss <= tol * point.loss + ATOL:
             return point, losses, "tol"
     return point, losses, "max_iter"
+
+
+def why_not_converged(stop: str | None, gap: float | None) -> str:
+    """Why a fit is not converged, in the words of how it stopped (:attr:`MRFFit.stop`).  Stopping on
+    ``tol`` (the loss no longer falls) is not convergence while the certified gap is above its bound;
+    then more iterations would not help."""
+    gap_text = "" if gap is None else f", certified gap {float(gap):.3g} nats above the bound"
+    why = {"tol": "the loss stopped falling", "max_iter": "it reached max_iter",
+           "stalled": "no step lowered the loss"}.get(str(stop), f"stopped: {stop}")
+    return why + gap_text
+
+
+def not_converged_note(stop: str, iterations: int, gap: float | None) -> str:
+    """The fit's warning when it did not converge: why (:func:`why_not_converged`) and what to do."""
+    advice = ("lower tol (in Python, fit(..., fit_options={'tol': ...}))" if stop == "tol" else
+              "raise max_iter (lopub fit --max-iter N; in Python, fit(..., fit_options={'max_iter': N}))")
+    return (f"model fit did not converge after {iterations} iterations ({why_not_converged(stop, gap)}); "
+            f"{advice} or check the measurements' variances")

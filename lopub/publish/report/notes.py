@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from lopub.model.pgm.fit import why_not_converged
 from lopub.reports.shuffle import shuffle_epsilon
 
 HIGH_EPSILON = 10.0
@@ -131,12 +132,10 @@ def release_warnings(model: Any, *, synthetic_n: int | None, real_n: int | None)
 
 
 def not_converged(mf: dict[str, Any]) -> str:
-    """The model fit's state when not converged, consistent with why it stopped."""
-    if mf.get("stop") == "tol":  # the loss stopped falling: more iterations would not help
-        gap = mf.get("gap")
-        return ("NOT converged (the loss stopped falling"
-                + ("" if gap is None else f", certified gap {float(gap):.3g} nats above the bound") + ")")
-    return "NOT converged (raise max_iter: lopub fit --max-iter)"
+    """The model fit's state when not converged, consistent with why it stopped
+    (:func:`lopub.model.pgm.fit.why_not_converged`)."""
+    advice = "; raise max_iter: lopub fit --max-iter" if mf.get("stop") == "max_iter" else ""
+    return f"NOT converged ({why_not_converged(mf.get('stop'), mf.get('gap'))}{advice})"
 
 
 def collection_of(model: Any) -> dict[str, Any] | None:
