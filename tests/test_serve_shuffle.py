@@ -75,6 +75,17 @@ def test_privacy_command(capsys):
     assert "--delta (2.0) must be in (0, 1)" in capsys.readouterr().err
 
 
+def test_privacy_command_says_when_shuffling_adds_nothing(capsys):
+    """40 shuffled reports at epsilon 2: the central bound is no better than the local epsilon, and the
+    command says so (it printed the bound alone before); 100,000 reports amplify and get no such note."""
+    assert main(["privacy", "--epsilon", "2", "--shuffle-n", "40"]) == 0
+    text = capsys.readouterr().out
+    assert "note: no meaningful amplification" in text and "rely on the local guarantee" in text
+    assert main(["privacy", "--epsilon", "2", "--shuffle-n", "100000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["central_epsilon"] < 0.9 * 2 and "note" not in out
+
+
 def test_report_states_the_shuffle_amplification_for_its_reports():
     """The HTML report's privacy statement gives the central epsilon for the model's N reports."""
     from lopub.publish.report.notes import SHUFFLE_DELTA, privacy_statement, shuffle_note

@@ -121,12 +121,28 @@ def closed_form_epsilon(n: int, eps0: float, delta: float) -> float | None:
     return math.log(1 + (ex - 1) / (ex + 1) * amp)
 
 
+#: shuffling is reported as amplification only when its central epsilon is at most this share of the local one
+MEANINGFUL_SHUFFLE = 0.9
+
+
+def meaningful(central: float, eps0: float) -> bool:
+    """Whether a central bound is worth stating as amplification: at most :data:`MEANINGFUL_SHUFFLE` of the
+    local epsilon (a bound no lower than the local epsilon adds nothing)."""
+    return central <= MEANINGFUL_SHUFFLE * eps0
+
+
 def statement(n: int, eps0: float, delta: float, *, names: tuple[str, str] = ("n", "delta")
-              ) -> dict[str, float | int | None]:
-    """The figures ``lopub privacy --shuffle-n`` prints; ``names`` of n and delta for messages."""
+              ) -> dict[str, float | int | str | None]:
+    """The figures ``lopub privacy --shuffle-n`` prints; ``names`` of n and delta for messages.
+    ``note`` says when the shuffle gives no meaningful amplification (too few reports for ``eps0``)."""
     _check(n, eps0, names[0])
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ValueError(f"{names[1]} ({delta!r}) must be in (0, 1)")
-    return {"shuffle_n": int(n), "delta": float(delta), "local_epsilon": float(eps0),
-            "central_epsilon": shuffle_epsilon(n, eps0, delta),
-            "closed_form_epsilon": closed_form_epsilon(n, eps0, delta)}
+    central = shuffle_epsilon(n, eps0, delta)
+    out: dict[str, float | int | str | None] = {
+        "shuffle_n": int(n), "delta": float(delta), "local_epsilon": float(eps0), "central_epsilon": central,
+        "closed_form_epsilon": closed_form_epsilon(n, eps0, delta)}
+    if not meaningful(central, eps0):
+        out["note"] = (f"no meaningful amplification: {int(n):,} shuffled reports are too few at local epsilon "
+                       f"{eps0:g} (central bound {central:.3g}); rely on the local guarantee")
+    return out

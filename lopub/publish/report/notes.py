@@ -5,7 +5,7 @@ import math
 from typing import Any
 
 from lopub.model.pgm.fit import why_not_converged
-from lopub.reports.shuffle import shuffle_epsilon
+from lopub.reports.shuffle import meaningful, shuffle_epsilon
 
 HIGH_EPSILON = 10.0
 SMALL_N = 1000
@@ -13,8 +13,6 @@ MIN_REPORTS_PER_CELL = 5.0
 CALIBRATION_AVD_WARN = 0.05
 #: delta of the central guarantee that shuffling the reports adds (Feldman, McMillan, Talwar 2021)
 SHUFFLE_DELTA = 1e-6
-#: shuffling is reported as amplification only when its central epsilon is at most this share of the local one
-MEANINGFUL_SHUFFLE = 0.9
 
 
 def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n: int | None = None) -> list[str]:
@@ -72,7 +70,7 @@ def shuffle_note(collection: dict[str, Any] | None, n: int | None, delta: float 
         central = shuffle_epsilon(n, eps0, delta)
     except ValueError:  # outside the bound's range (e.g. epsilon too large for n)
         return None
-    if not central <= MEANINGFUL_SHUFFLE * eps0:  # a bound no lower than the local epsilon adds nothing
+    if not meaningful(central, eps0):
         return (f"Shuffling these {n:,} reports before analysis (as lopub serve-export does) gives no "
                 f"meaningful amplification here: the central bound of Feldman, McMillan and Talwar (2021) "
                 f"at delta = {delta:g} is epsilon = {central:.3g}, not below the local epsilon = {eps0:.3g} "
