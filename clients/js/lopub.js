@@ -192,17 +192,53 @@ export function makeReport(desc, enrol, answers, src = new WordSource()) {
   return { token: enrol.token, subset: enrol.subset, report: marginalReport(desc, enrol.subset, answers, src) };
 }
 
-/** Check the answers, enrol, randomize on this device, send. Only the randomized report leaves the device. */
-export async function submit(baseUrl, name, answers) {
+/** HTTP statuses after which a request is sent again: 429 (rate limit), 503 (store unavailable; nothing stored). */
+export const RETRY_STATUS = [429, 503];
+/** The longest Retry-After (seconds) honoured before giving up (as lopub/serve/client.py). */
+export const MAX_WAIT = 30;
+
+/**
+ * Seconds to wait before attempt `attempt + 1` from a Retry-After header value (seconds or an HTTP
+ * date), else 1, 2, 4 ... seconds; null when the server asks for more than MAX_WAIT.
+ */
+export function retryAfter(value, attempt, now = Date.now()) {
+  const backoff = Math.min(2 ** attempt, MAX_WAIT);
+  if (value === null || value === undefined) return backoff;
+  const text = String(value).trim();
+  const wait = /^\d+(\.\d+)?$/.test(text) ? Number(text) : (Date.parse(text) - now) / 1000;
+  if (Number.isNaN(wait)) return backoff; // neither seconds nor an HTTP date
+  if (wait > MAX_WAIT) return null;
+  return Math.max(0, wait);
+}
+
+/**
+ * `fetch` with up to `retries` more attempts after HTTP 429 or 503, each after the server's
+ * Retry-After (see retryAfter); any other failure status throws at once, naming `what`.
+ */
+export async function request(url, init, what, { retries = 3, sleep = (s) => new Promise((r) => setTimeout(r, 1000 * s)) } = {}) {
+  for (let attempt = 0; ; attempt++) {
+    const r = await fetch(url, init);
+    if (r.ok) return r.json();
+    const wait = RETRY_STATUS.includes(r.status) ? retryAfter(r.headers?.get?.('retry-after'), attempt) : null;
+    if (wait === null || attempt >= retries) {
+      const tried = attempt ? ` (after ${attempt + 1} attempts)` : '';
+      throw new Error(`${what}: ${r.status}${tried} ${await r.text()}`);
+    }
+    await sleep(wait);
+  }
+}
+
+/**
+ * Check the answers, enrol, randomize on this device, send. Only the randomized report leaves the device.
+ * `options.retries` (default 3): attempts after HTTP 429 / 503, honouring Retry-After (at most MAX_WAIT s).
+ */
+export async function submit(baseUrl, name, answers, options = {}) {
   const api = `${baseUrl.replace(/\/$/, '')}/api/c/${encodeURIComponent(name)}`;
-  const desc = await (await fetch(api)).json();
+  const desc = await request(api, undefined, 'collection', options);
   checkAnswers(desc, answers); // before enrolling: no token spent on answers that cannot be sent
-  const er = await fetch(`${api}/enrol`, { method: 'POST' });
-  if (!er.ok) throw new Error(`enrol: ${er.status} ${await er.text()}`);
-  const body = makeReport(desc, await er.json(), answers);
-  const r = await fetch(`${api}/report`, {
+  const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol', options);
+  const body = makeReport(desc, enrol, answers);
+  return request(`${api}/report`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-  });
-  if (!r.ok) throw new Error(`report: ${r.status} ${await r.text()}`);
-  return r.json();
+  }, 'report', options);
 }

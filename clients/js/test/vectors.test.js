@@ -7,6 +7,7 @@ import { webcrypto } from 'node:crypto';
 import { blake2b } from '../blake2b.js';
 import {
   WordSource, bernoulli, randint, marginalReport, bloomReport, assignUser, makeReport, checkAnswers, submit,
+  retryAfter, MAX_WAIT,
 } from '../lopub.js';
 if (!globalThis.crypto) globalThis.crypto = webcrypto; // Node 18: Web Crypto not yet global
 
@@ -78,6 +79,58 @@ test('answers are checked before enrolling, also outside the assigned subset', a
     globalThis.fetch = saved;
   }
   assert.deepEqual(calls, ['http://x/api/c/survey']); // the description only: no enrolment
+});
+
+test('Retry-After: seconds, an HTTP date, back-off without one, null beyond MAX_WAIT', () => {
+  assert.equal(retryAfter('2', 0), 2);
+  assert.equal(retryAfter(null, 0), 1);
+  assert.equal(retryAfter(undefined, 3), 8);
+  assert.equal(retryAfter('soon', 1), 2);
+  assert.equal(retryAfter(String(MAX_WAIT + 1), 0), null);
+  const now = Date.parse('Fri, 27 Nov 2026 12:00:00 GMT');
+  assert.equal(retryAfter('Fri, 27 Nov 2026 12:00:05 GMT', 0, now), 5);
+  assert.equal(retryAfter('Fri, 27 Nov 2026 11:00:00 GMT', 0, now), 0);
+  assert.equal(retryAfter('Fri, 27 Nov 2026 13:00:00 GMT', 0, now), null);
+});
+
+test('submit retries 429 / 503 after Retry-After, gives up on other statuses and after the retries', async () => {
+  const desc = V.marginal_description;
+  const answers = { sex: 'Female', age: '<30', city: 'city-1', pet: 'cat' };
+  const saved = globalThis.fetch;
+  const reply = (status, body, retry) => ({
+    ok: status < 300, status, json: async () => body, text: async () => JSON.stringify(body),
+    headers: { get: (h) => (h === 'retry-after' ? retry : null) },
+  });
+  const run = async (script, options) => {
+    const calls = [];
+    const slept = [];
+    globalThis.fetch = async (url) => {
+      calls.push(url);
+      return script.shift()(url);
+    };
+    try {
+      const out = await submit('http://x', 'survey', answers, { sleep: async (s) => slept.push(s), ...options });
+      return { out, calls, slept };
+    } catch (err) {
+      return { err, calls, slept };
+    } finally {
+      globalThis.fetch = saved;
+    }
+  };
+  const enrol = { token: 't', subset: 0 };
+  let r = await run([() => reply(200, desc), () => reply(503, { error: 'store' }, '2'), () => reply(200, enrol),
+    () => reply(429, { error: 'slow down' }), () => reply(200, { accepted: 1 })]);
+  assert.deepEqual(r.out, { accepted: 1 });
+  assert.deepEqual(r.slept, [2, 1]);
+  assert.equal(r.calls.length, 5);
+  r = await run([() => reply(200, desc), () => reply(400, { error: 'bad' })]);
+  assert.match(r.err.message, /^enrol: 400 /);
+  assert.deepEqual(r.slept, []);
+  r = await run([() => reply(200, desc), () => reply(503, {}), () => reply(503, {})], { retries: 1 });
+  assert.match(r.err.message, /^enrol: 503 \(after 2 attempts\)/);
+  r = await run([() => reply(503, {}, '3600')]);
+  assert.match(r.err.message, /^collection: 503 /);
+  assert.deepEqual(r.slept, []);
 });
 
 test('Web Crypto words: bernoulli(1/4) frequency within 5 sd', () => {
