@@ -222,7 +222,13 @@ export async function request(url, init, what, { retries = 3, sleep = (s) => new
     const wait = RETRY_STATUS.includes(r.status) ? retryAfter(r.headers?.get?.('retry-after'), attempt) : null;
     if (wait === null || attempt >= retries) {
       const tried = attempt ? ` (after ${attempt + 1} attempts)` : '';
-      throw new Error(`${what}: ${r.status}${tried} ${await r.text()}`);
+      let detail = await r.text();
+      try {
+        detail = JSON.parse(detail).error ?? detail; // the service's {"error": "..."}
+      } catch {
+        // not JSON: the text as it came
+      }
+      throw new Error(`${what}: ${r.status}${tried} ${detail}`);
     }
     await sleep(wait);
   }

@@ -1,6 +1,6 @@
 // The survey page: builds the questions from the public description, randomizes the
 // answers on this device with lopub.js and sends only the randomized report.
-import { checkAnswers, makeReport } from '/js/lopub.js';
+import { checkAnswers, makeReport, request } from '/js/lopub.js';
 
 const name = document.body.dataset.collection;
 const api = `/api/c/${encodeURIComponent(name)}`;
@@ -40,13 +40,12 @@ async function main() {
     const answers = Object.fromEntries(new FormData($('survey')).entries());
     try {
       checkAnswers(desc, answers); // before enrolling: no token spent on an incomplete form
-      const er = await fetch(`${api}/enrol`, { method: 'POST' });
-      if (!er.ok) throw new Error((await er.json()).error);
-      const body = makeReport(desc, await er.json(), answers);
-      const r = await fetch(`${api}/report`, {
+      // request() tries again after 429 / 503 (rate limit, store unavailable), honouring Retry-After
+      const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol');
+      const body = makeReport(desc, enrol, answers);
+      await request(`${api}/report`, {
         method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-      });
-      if (!r.ok) throw new Error((await r.json()).error);
+      }, 'report');
       $('status').textContent = 'Thank you: your randomized report was stored.';
       await refreshCount();
     } catch (e) {
