@@ -153,11 +153,38 @@ def test_ambiguous_slash_dates_stay_text_with_a_note():
     assert col.kind == "text" and "day and month order unclear" in " ".join(col.notes)
 
 
-def test_time_of_day_dropped_is_said():
+def test_timestamps_are_datetimes_and_a_release_keeps_their_time_of_day():
+    """Binned timestamps gave dates at midnight (session 34's tour): now kind "datetime", every value
+    of a release inside its bin and with a time of day; plain dates stay "date" (midnight)."""
+    import pandas as pd
+
+    from lopub import Dataset, infer_schema
+    from lopub.data.values import to_values
+
+    df = _dates()
+    schema = infer_schema(df, bins=4, max_categories=5)
+    cols = {c.column: c for c in schema.columns}
+    assert cols["seen"].kind == "datetime" and cols["us"].kind == "date"
+    assert not any("time of day" in n for n in cols["seen"].notes)
+    data = Dataset.from_pandas(df, schema.domain)
+    attr = schema.domain.attributes[list(schema.domain.attrs).index("seen")]
+    out = to_values(data.codes, schema.domain.attributes, rng=np.random.default_rng(0))
+    seen = pd.to_datetime(out["seen"])
+    assert (seen.dt.floor("D") != seen).mean() > 0.9  # times of day, not midnight
+    back = attr.binning.codes(((seen - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)).to_numpy(), "seen")
+    np.testing.assert_array_equal(back, data.codes[:, list(schema.domain.attrs).index("seen")])
+    assert (pd.to_datetime(out["us"]).dt.floor("D") == pd.to_datetime(out["us"])).all()
+
+
+def test_datetime_bins_within_a_day_are_labelled_to_the_minute():
+    import pandas as pd
+
     from lopub import infer_schema
 
-    col = {c.column: c for c in infer_schema(_dates(), bins=4, max_categories=5).columns}["seen"]
-    assert col.kind == "date" and "time of day dropped" in " ".join(col.notes)
+    stamps = pd.Timestamp("2024-03-01 08:00") + pd.to_timedelta(np.arange(200) * 97, "s")
+    col = infer_schema(pd.DataFrame({"t": stamps.strftime("%Y-%m-%d %H:%M:%S")}), bins=4).columns[0]
+    assert col.kind == "datetime" and len(set(col.categories)) == len(col.categories)
+    assert col.categories[0].startswith("[2024-03-01 08:00, 2024-03-01 ")
 
 
 def test_sentinel_value_gets_its_own_bin_not_a_gap():

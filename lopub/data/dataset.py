@@ -18,7 +18,7 @@ from lopub.data.marginal import Marginal
 from lopub.errors import DomainError
 
 #: attribute kinds whose cells in :data:`~lopub.data._labels.NA_TOKENS` are missing values
-NUMERIC_KINDS = ("number", "integer", "date")
+NUMERIC_KINDS = ("number", "integer", "date", "datetime")
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
 
 def _encode_present(col: pd.Series, attr: Attribute) -> np.ndarray:
     """Codes of the non-missing values of one column."""
-    if attr.binning is not None and attr.kind == "date":
+    if attr.binning is not None and attr.kind in ("date", "datetime"):
         return attr.binning.codes(date_days(col, attr.name), attr.name)
     if attr.binning is not None and pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         return attr.binning.codes(col.to_numpy(dtype=float), attr.name)

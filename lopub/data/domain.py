@@ -138,7 +138,7 @@ def _fmt(v: float) -> str:
 
 
 #: column types a schema records (the release gives each column back in its type)
-KINDS = ("number", "integer", "boolean", "date", "text")
+KINDS = ("number", "integer", "boolean", "date", "datetime", "text")
 
 
 @dataclass(frozen=True)
@@ -146,10 +146,11 @@ class Attribute:
     """One attribute: a name, its ordered category labels, optional binning.
 
     ``kind`` (one of :data:`KINDS`, or None when unknown) is the column's type
-    in the input, so that a release gives numbers, integers, booleans and
-    dates back as such.  ``missing`` is the label of the category that stands
-    for a missing value (None: missing values are refused); in a binned
-    attribute it is the last category, after one per bin.
+    in the input, so that a release gives numbers, integers, booleans, dates
+    and date-times (dates with a time of day) back as such.  ``missing`` is
+    the label of the category that stands for a missing value (None: missing
+    values are refused); in a binned attribute it is the last category, after
+    one per bin.
     """
 
     name: str

@@ -8,8 +8,8 @@ steward to review before collecting.  Rules, column by column:
   missing-value cells (``na_values``, by default :data:`NA_TOKENS`) are set
   aside, is numeric: ``integer`` when every value is integral, else
   ``number``; ``boolean`` for a bool column or the labels true/false; ``date``
-  for datetime values or ISO dates (``2024-01-31``, optionally with a time; binned,
-  a time of day is dropped, with a note) or US dates (``01/31/2024``, when some
+  for datetime values or ISO dates (``2024-01-31``; ``datetime`` where some value
+  has a time of day, which a release then gives back, to the second) or US dates (``01/31/2024``, when some
   second field is above 12 and no first field is; other ``../../YYYY`` dates stay
   text with a note); else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
 * **identifiers**: a text column whose values are unique in at least 90 % of
@@ -257,9 +257,6 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     elif len(cats) > 50 and kind == "text":
         notes.append(f"{len(cats)} categories: kept, but only protocols that carry large domains "
                      f"(one attribute per user, Bloom reports) estimate it well")
-    if kind == "date" and binning is not None and values is not None and np.any(values != np.floor(values)):
-        notes.append("the values have a time of day: the bins are of days and a release gives "
-                     "dates at midnight (time of day dropped)")
     attr = Attribute(name, cats, binning, kind, label)
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
 
@@ -270,7 +267,8 @@ def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.nda
     if pd.api.types.is_bool_dtype(raw):
         return "boolean", None, missing
     if pd.api.types.is_datetime64_any_dtype(raw):
-        return "date", date_days(raw[~missing], str(raw.name)), missing
+        days = date_days(raw[~missing], str(raw.name))
+        return _date_kind(days), days, missing
     if pd.api.types.is_numeric_dtype(raw):
         x = raw.to_numpy(dtype=float)
         missing = missing | ~np.isfinite(x)
@@ -286,10 +284,17 @@ def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.nda
         return "boolean", None, missing
     if labels.size and (labels.str.match(_ISO_DATE).all() or _slash_dates(labels) == "month first"):
         try:
-            return "date", date_days(rest, str(raw.name)), missing
+            days = date_days(rest, str(raw.name))
         except DomainError:
             pass
+        else:
+            return _date_kind(days), days, missing
     return "text", None, missing
+
+
+def _date_kind(days: np.ndarray) -> str:
+    """"datetime" when some value has a time of day (a release then gives times back), else "date"."""
+    return "datetime" if np.any(days != np.floor(days)) else "date"
 
 
 def _case_note(cats: tuple[str, ...]) -> list[str]:
@@ -371,7 +376,7 @@ def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | N
         inferred, notes = numeric_binning(values, o.bins)
         if inferred is not None:
             return inferred, _bin_labels(inferred, kind), notes
-    if kind == "date" and values is not None:
+    if kind in ("date", "datetime") and values is not None:
         labels = sorted({str(v).strip() for v in present.astype(str)})
     else:
         labels = sorted({_category_label(v) for v in present.unique()}, key=_natural_key)
@@ -379,13 +384,19 @@ def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | N
 
 
 def _bin_labels(b: Binning, kind: str) -> tuple[str, ...]:
-    if kind != "date":
+    """Bin labels; of dates (and date-times) as days, or to the minute where days would repeat."""
+    if kind not in ("date", "datetime"):
         return b.labels
-    day = lambda v: str((pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(v))).date())  # noqa: E731
-    out = []
-    for lo, hi, closed in b.bounds():
-        out.append(day(lo) if lo == hi else f"[{day(lo)}, {day(hi)}{']' if closed else ')'}")
-    return tuple(out) if len(set(out)) == len(out) else b.labels
+    for unit in ("D", "min"):
+        def when(v: float) -> str:
+            t = (pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(v))).floor(unit)
+            return str(t.date()) if unit == "D" else t.strftime("%Y-%m-%d %H:%M")
+
+        out = [when(lo) if lo == hi else f"[{when(lo)}, {when(hi)}{']' if closed else ')'}"
+               for lo, hi, closed in b.bounds()]
+        if len(set(out)) == len(out):
+            return tuple(out)
+    return b.labels
 
 
 def _check_cover(b: Binning, values: np.ndarray, name: str) -> None:

@@ -41,7 +41,7 @@ def decode_column(codes: np.ndarray, attr: Attribute, *, labels: bool = False,
         x = _draw_in_bins(np.where(miss, 0, codes), attr.binning, attr.kind, rng)
     elif attr.kind in ("number", "integer"):
         x = pd.to_numeric(pd.Series(attr.categories), errors="coerce").to_numpy(dtype=float)[codes]
-    elif attr.kind == "date":
+    elif attr.kind in ("date", "datetime"):
         days = pd.to_datetime(pd.Series(attr.categories), errors="coerce", format="mixed")
         return pd.Series(days.to_numpy()[codes]).mask(miss)
     elif attr.kind == "boolean":
@@ -59,6 +59,9 @@ def decode_column(codes: np.ndarray, attr: Attribute, *, labels: bool = False,
 def _typed(x: np.ndarray, miss: np.ndarray, kind: str) -> pd.Series:
     if kind == "date":
         stamps = pd.Timestamp("1970-01-01") + pd.to_timedelta(np.floor(x), unit="D")
+        return pd.Series(stamps).mask(miss)
+    if kind == "datetime":  # a time of day too, to the second
+        stamps = pd.Timestamp("1970-01-01") + pd.to_timedelta(np.floor(x * 86_400.0), unit="s")
         return pd.Series(stamps).mask(miss)
     if kind == "integer":
         out = pd.Series(np.round(x).astype(np.int64))
