@@ -388,15 +388,17 @@ def _bin_labels(b: Binning, kind: str) -> tuple[str, ...]:
     if kind not in ("date", "datetime"):
         return b.labels
     for unit in ("D", "min"):
-        def when(v: float) -> str:
-            t = (pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(v))).floor(unit)
-            return str(t.date()) if unit == "D" else t.strftime("%Y-%m-%d %H:%M")
-
-        out = [when(lo) if lo == hi else f"[{when(lo)}, {when(hi)}{']' if closed else ')'}"
+        out = [_when(lo, unit) if lo == hi else f"[{_when(lo, unit)}, {_when(hi, unit)}{']' if closed else ')'}"
                for lo, hi, closed in b.bounds()]
         if len(set(out)) == len(out):
             return tuple(out)
     return b.labels
+
+
+def _when(days: float, unit: str) -> str:
+    """Days since 1970-01-01 as a date (``unit`` "D") or a date and time to the minute ("min")."""
+    t = (pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(days))).floor(unit)
+    return str(t.date()) if unit == "D" else t.strftime("%Y-%m-%d %H:%M")
 
 
 def _check_cover(b: Binning, values: np.ndarray, name: str) -> None:
