@@ -1,32 +1,30 @@
-"""Benchmark: client-side encoding throughput (issue: foundation).
+"""Client-side encoding throughput: ``--n`` records x ``--d`` attributes (2-41 categories) through the
+vectorized, chunked encoder; records/s, report bits/s, peak RSS of this process (with the input codes
+and the packed output).  Figures: docs/BENCHMARKS.md, "Client encoding (foundation)".
 
-Encodes N records x d attributes (default 1,000,000 x 15, m = 128, h = 4,
-f = 0.5) with the vectorized, chunked encoder and prints records/s, report
-bits/s and peak memory (max RSS of this process, which includes the input
-codes and the packed output).
-
-    python pipelines/bench_encode.py [--n 1000000] [--d 15] [--m 128] [--h 4] [--save out.parquet]
+    python pipelines/bench_encode.py --n 1000000 --d 15 --m 128 --h 4 --save /tmp/bench.parquet
 """
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
+
 from lopub import CollectionSpec, Dataset, Domain
+from pipelines.harness.common import peak_mb, timed
+
+OPTIONS = (("--n", int, 1_000_000), ("--d", int, 15), ("--m", int, 128), ("--h", int, 4), ("--f", float, 0.5),
+           ("--seed", int, 0))
 
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=1_000_000)
-    p.add_argument("--d", type=int, default=15)
-    p.add_argument("--m", type=int, default=128)
-    p.add_argument("--h", type=int, default=4)
-    p.add_argument("--f", type=float, default=0.5)
-    p.add_argument("--seed", type=int, default=0)
+    for name, kind, default in OPTIONS:
+        p.add_argument(name, type=kind, default=default)
     p.add_argument("--save", help="also write the reports file here and time it")
     a = p.parse_args(argv)
     from lopub.client import encode
@@ -36,19 +34,13 @@ def main(argv=None) -> dict:
     spec = CollectionSpec.from_domain(domain, f=a.f, m=a.m, h=a.h)
     rng = np.random.default_rng(a.seed)
     data = Dataset(np.column_stack([rng.integers(0, s, a.n, dtype=np.uint8) for s in sizes]), domain)
-    t = time.perf_counter()
-    reports = encode(data, spec, rng=a.seed + 1, chunk_size=32768)
-    secs = time.perf_counter() - t
-    out = {
-        "records": a.n, "attributes": a.d, "bits_per_report": spec.total_bits, "seconds": round(secs, 3),
-        "records_per_s": round(a.n / secs), "report_bits_per_s": float(f"{a.n * spec.total_bits / secs:.4g}"),
-        "epsilon_per_record": round(spec.epsilon, 3),
-    }
+    reports, secs, _ = timed(lambda: encode(data, spec, rng=a.seed + 1, chunk_size=32768))
+    out = {"records": a.n, "attributes": a.d, "bits_per_report": spec.total_bits, "seconds": round(secs, 3),
+           "records_per_s": round(a.n / secs), "report_bits_per_s": float(f"{a.n * spec.total_bits / secs:.4g}"),
+           "epsilon_per_record": round(spec.epsilon, 3)}
     if a.save:
-        t = time.perf_counter()
-        reports.save(a.save)
-        out["save_seconds"] = round(time.perf_counter() - t, 3)
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        out["save_seconds"] = round(timed(lambda: reports.save(a.save))[1], 3)
+    out["peak_rss_mb"] = round(peak_mb(), 1)
     for k, v in out.items():
         print(f"{k:>20}: {v}")
     return out

@@ -1,10 +1,7 @@
-"""Benchmark: start-up cost of the ``lopub`` command line (issue 13, fast start).
-
-Runs ``lopub --help``, ``lopub --version`` and ``lopub privacy --f 0.5 --h 4
---d 15`` in fresh processes (``python -m lopub``, this checkout first on the
-path) and prints the median over ``--runs`` of the child's CPU seconds
-(user + system) and peak RSS.  Exits 1 when a median is above ``--limit``
-CPU seconds (default 0.3), so it can gate a release.
+"""Start-up cost of the ``lopub`` command line (issue 13, fast start): the median over ``--runs`` fresh
+``python -m lopub`` processes (this checkout first on the path) of the child's CPU seconds (user + system)
+and peak RSS, per command of COMMANDS; exits 1 when a median is above ``--limit`` CPU seconds.
+Figures: docs/BENCHMARKS.md, "Startup (issue 13, fast start)".
 
     python pipelines/bench_startup.py [--runs 5] [--limit 0.3] [--json]
 """
@@ -29,8 +26,8 @@ def measure(argv: list[str]) -> tuple[float, float]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
     if proc.returncode != 0:
         raise RuntimeError(f"lopub {' '.join(argv)} exited {proc.returncode}: {err}")
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
@@ -46,10 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--runs ({a.runs}) must be >= 1")
     rows = []
     for cmd in COMMANDS:
-        runs = [measure(cmd) for _ in range(a.runs)]
-        rows.append({"command": "lopub " + " ".join(cmd),
-                     "cpu_s": statistics.median(r[0] for r in runs),
-                     "peak_rss_mb": statistics.median(r[1] for r in runs)})
+        cpu, rss = zip(*(measure(cmd) for _ in range(a.runs)))
+        rows.append({"command": "lopub " + " ".join(cmd), "cpu_s": statistics.median(cpu),
+                     "peak_rss_mb": statistics.median(rss)})
     if a.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -59,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     slow = [r["command"] for r in rows if r["cpu_s"] > a.limit]
     if slow:
         print(f"above {a.limit} CPU s: {', '.join(slow)}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if slow else 0
 
 
 if __name__ == "__main__":
