@@ -1,20 +1,13 @@
-"""Side-by-side check of ``lopub.model.pgm.fit_mrf`` against ``mbi`` (Private-PGM) on the same measurements.
+"""lopub's model fit (``lopub.model.pgm.fit_mrf``) against mbi (Private-PGM) on the same measurements.
 
-Two halves in two environments, talking through one interchange file (``mbi`` is
-never a lopub dependency): (a) lopub's half measures Adult's one-way and pairwise
-marginals (Bloom reports and the moment estimator, or ``--synthetic-noise``),
-builds lopub's junction tree, writes the interchange file and fits ``fit_mrf``;
-(b) ``--mbi-python`` runs this file with ``--mbi-half STEM``: mbi's
-``MirrorDescent`` on the same cliques, its clique marginals written back; (c)
-lopub's half scores both under ONE objective
-``L(mu) = sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)``.  Exit status 0 when the
-losses agree within ``--rel-tol``, 1 when not, 2 when a half cannot run.
-Commands, the interchange format and the scale of mbi's loss: docs/bench_mbi.md.
-
-References
-----------
-McKenna, Sheldon and Miklau, "Graphical-model based estimation and inference
-for differential privacy", ICML 2019 (Private-PGM, Alg. 1).
+Two halves in two environments (mbi is never a lopub dependency) talk through one interchange file:
+lopub's half measures Adult's one-way and pairwise marginals (Bloom reports and the moment estimator, or
+``--synthetic-noise``), writes them with lopub's junction tree and fits ``fit_mrf``; the mbi half
+(``--mbi-half STEM``, run by ``--mbi-python``) fits mbi's ``MirrorDescent`` (McKenna et al., ICML 2019) on
+the same cliques; both are scored under ONE objective ``L(mu) = sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)``.
+Exit status 0 when the losses agree within ``--rel-tol``, 1 when not, 2 when a half cannot run.
+Run ``python pipelines/check_mbi.py --quick``; commands, interchange format and figures: docs/bench_mbi.md
+(summary: docs/BENCHMARKS.md, "Release model fitted to the measurements").
 """
 from __future__ import annotations
 
@@ -26,10 +19,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # as a script, also in mbi's env: the repo root
+
+from pipelines.harness.common import bloom_reports, timed
 
 FORMAT, RESULT_FORMAT, VERSION = "lopub-mbi-interchange", "lopub-mbi-result", 1
 DEFAULT_MBI_PYTHON = os.environ.get("LOPUB_MBI_PYTHON", "/work/mbi-venv/bin/python")
@@ -41,19 +39,12 @@ class HalfUnavailable(RuntimeError):
     """One half of the check cannot run in this environment (exit status 2)."""
 
 
-# interchange file -------------------------------------------------------------
+# interchange files -------------------------------------------------------------
 def write_interchange(stem: str | os.PathLike, attributes: Sequence[str], sizes: Sequence[int],
                       cliques: Sequence[Sequence[str]], measurements: Sequence[tuple],
                       info: dict | None = None) -> tuple[Path, Path]:
-    """Write ``STEM.json`` and ``STEM.npz``; ``measurements`` are ``(attrs, y, sigma)``.
-
-    Raises
-    ------
-    ValueError
-        An unknown attribute, a measurement in no clique, a table of the
-        wrong size, a non-finite value or a sigma that is not > 0 (the
-        message names the measurement).
-    """
+    """Write ``STEM.json`` and ``STEM.npz``; ``measurements`` are ``(attrs, y, sigma)``; a ValueError names
+    the first bad one (unknown attribute, in no clique, wrong size, non-finite, sigma not > 0)."""
     attributes, sizes = [str(a) for a in attributes], [int(k) for k in sizes]
     if len(attributes) != len(sizes) or len(set(attributes)) != len(attributes):
         raise ValueError(f"attributes ({attributes}) must be distinct names, one per size ({sizes})")
@@ -62,37 +53,40 @@ def write_interchange(stem: str | os.PathLike, attributes: Sequence[str], sizes:
         _check_attrs("clique", c, size_of)
     arrays, rows = {}, []
     for i, (attrs, y, sigma) in enumerate(measurements):
-        _check_attrs(f"measurements[{i}]", attrs, size_of)
+        what = f"measurements[{i}]"
+        _check_attrs(what, attrs, size_of)
         if not any(set(attrs) <= set(c) for c in cliques):
-            raise ValueError(f"measurements[{i}] over {list(attrs)} lies in no model clique of {list(cliques)}")
+            raise ValueError(f"{what} over {list(attrs)} lies in no model clique of {list(cliques)}")
         y = np.asarray(y, dtype=np.float64).ravel()
         cells = math.prod(size_of[a] for a in attrs)
         if y.size != cells or not np.all(np.isfinite(y)):
-            raise ValueError(f"measurements[{i}] over {list(attrs)}: y has {y.size} entries "
+            raise ValueError(f"{what} over {list(attrs)}: y has {y.size} entries "
                              f"(finite: {bool(np.all(np.isfinite(y)))}); expected {cells} finite values")
         if not (isinstance(sigma, (int, float, np.floating)) and math.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"measurements[{i}] over {list(attrs)}: sigma ({sigma!r}) must be a finite number > 0")
+            raise ValueError(f"{what} over {list(attrs)}: sigma ({sigma!r}) must be a finite number > 0")
         arrays[f"y{i}"] = y
         rows.append({"attrs": list(attrs), "sigma": float(sigma), "key": f"y{i}"})
     doc = {"format": FORMAT, "version": VERSION, "units": "probability",
            "attributes": [{"name": a, "size": k} for a, k in zip(attributes, sizes)],
            "cliques": [list(c) for c in cliques], "measurements": rows, "info": dict(info or {})}
-    stem = Path(stem)
-    jpath, npath = Path(f"{stem}.json"), Path(f"{stem}.npz")
+    return _save(Path(stem), "", doc, arrays)
+
+
+def _check_attrs(what: str, attrs: Sequence[str], size_of: dict) -> None:
+    if not attrs or len(set(attrs)) != len(attrs) or any(a not in size_of for a in attrs):
+        raise ValueError(f"{what} ({list(attrs)}) must name distinct attributes of {list(size_of)}")
+
+
+def _save(stem: Path, suffix: str, doc: dict, arrays: dict) -> tuple[Path, Path]:
+    """``STEM{suffix}.npz`` of ``arrays`` and ``STEM{suffix}.json`` of ``doc`` (no lopub: mbi's env calls it)."""
+    jpath, npath = Path(f"{stem}{suffix}.json"), Path(f"{stem}{suffix}.npz")
     np.savez(npath, **arrays)
     jpath.write_text(json.dumps(doc, indent=1) + "\n")
     return jpath, npath
 
 
-def _check_attrs(what: str, attrs: Sequence[str], size_of: dict) -> None:
-    unknown = [a for a in attrs if a not in size_of]
-    if unknown or len(set(attrs)) != len(attrs) or not attrs:
-        raise ValueError(f"{what} ({list(attrs)}) must name distinct attributes of {list(size_of)}")
-
-
 def read_interchange(stem: str | os.PathLike) -> dict[str, Any]:
     """Read ``STEM.json`` + ``STEM.npz``: attributes, sizes, cliques, measurements (attrs, y, sigma)."""
-    stem = Path(stem)
     doc = json.loads(Path(f"{stem}.json").read_text())
     if doc.get("format") != FORMAT or doc.get("version") != VERSION:
         raise ValueError(f"{stem}.json: format {doc.get('format')!r} v{doc.get('version')!r}; "
@@ -107,22 +101,18 @@ def read_interchange(stem: str | os.PathLike) -> dict[str, Any]:
 
 def write_result(stem: str | os.PathLike, tables: Sequence[np.ndarray], meta: dict) -> None:
     """Write ``STEM.mbi.npz`` (``mu{j}`` per model clique) and ``STEM.mbi.json`` (``meta``)."""
-    stem = Path(stem)
-    np.savez(f"{stem}.mbi.npz", **{f"mu{j}": np.asarray(t, dtype=np.float64).ravel()
-                                   for j, t in enumerate(tables)})
-    Path(f"{stem}.mbi.json").write_text(json.dumps({"format": RESULT_FORMAT, "version": VERSION,
-                                                    **meta}, indent=1) + "\n")
+    _save(Path(stem), ".mbi", {"format": RESULT_FORMAT, "version": VERSION, **meta},
+          {f"mu{j}": np.asarray(t, dtype=np.float64).ravel() for j, t in enumerate(tables)})
 
 
 def read_result(stem: str | os.PathLike) -> tuple[list[np.ndarray], dict]:
-    stem = Path(stem)
     meta = json.loads(Path(f"{stem}.mbi.json").read_text())
     with np.load(f"{stem}.mbi.npz") as z:
         tables = [np.array(z[f"mu{j}"]) for j in range(len(z.files))]
     return tables, meta
 
 
-# the common objective ---------------------------------------------------------
+# the common objective ----------------------------------------------------------
 def project_table(table: np.ndarray, attrs: Sequence[str], onto: Sequence[str]) -> np.ndarray:
     """Sum ``table`` (axes ``attrs``) down to ``onto``, axes in the order of ``onto``."""
     drop = tuple(i for i, a in enumerate(attrs) if a not in onto)
@@ -139,12 +129,17 @@ def home_clique(attrs: Sequence[str], cliques: Sequence[Sequence[str]], size_of:
     return min(inside, key=lambda j: math.prod(size_of[a] for a in cliques[j]))
 
 
+def homes(inter: dict) -> list[int]:
+    """Each measurement's home clique."""
+    size_of = dict(zip(inter["attributes"], inter["sizes"]))
+    return [home_clique(m["attrs"], inter["cliques"], size_of) for m in inter["measurements"]]
+
+
 def measured(inter: dict, tables: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The model's table of each measurement's scope (flat), read from its home clique."""
     size_of = dict(zip(inter["attributes"], inter["sizes"]))
     out = []
-    for m in inter["measurements"]:
-        j = home_clique(m["attrs"], inter["cliques"], size_of)
+    for m, j in zip(inter["measurements"], homes(inter)):
         c = inter["cliques"][j]
         out.append(project_table(np.reshape(tables[j], [size_of[a] for a in c]), c, m["attrs"]).ravel())
     return out
@@ -156,11 +151,13 @@ def objective(inter: dict, tables: Sequence[np.ndarray]) -> float:
                for mu, m in zip(measured(inter, tables), inter["measurements"]))
 
 
-# (b) the mbi half -- runs in the mbi environment, never imports lopub ---------
+# the mbi half: runs in the mbi environment, never imports lopub -----------------
 def mbi_fit(inter: dict, *, iters: int = 20000, tol: float = 1e-10, warm: bool = True
             ) -> tuple[list[np.ndarray], dict]:
     """Fit mbi's ``MirrorDescent`` on the interchange's cliques; clique marginals and timing."""
+    import dataclasses
     import warnings
+    from importlib.metadata import version
 
     import jax
 
@@ -171,14 +168,12 @@ def mbi_fit(inter: dict, *, iters: int = 20000, tol: float = 1e-10, warm: bool =
         import mbi
         from mbi import Domain, LinearMeasurement, marginal_loss
         from mbi.estimation import CALLBACK_EVERY, MirrorDescent
-    import dataclasses
 
     domain = Domain(inter["attributes"], inter["sizes"])
     cliques = [tuple(c) for c in inter["cliques"]]
     ms = [LinearMeasurement(m["y"], m["attrs"], stddev=m["sigma"]) for m in inter["measurements"]]
     loss = marginal_loss.from_linear_measurements(ms, domain)
     loss = dataclasses.replace(loss, cliques=tuple(cliques), lipschitz=mbi_lipschitz(inter))
-
     value = jax.jit(lambda fn, mu: fn(mu))
     trace: list[list[float]] = []
 
@@ -191,15 +186,14 @@ def mbi_fit(inter: dict, *, iters: int = 20000, tol: float = 1e-10, warm: bool =
             if track:  # [steps, seconds, loss] every 50 steps (a jitted loss: small overhead)
                 trace.append([len(blocks) * CALLBACK_EVERY, time.perf_counter() - t0, float(value(loss, mu))])
 
-        model = MirrorDescent().estimate(domain, loss, known_total=1.0, iters=iters, tol=tol,
-                                         callback_fn=callback)
+        model = MirrorDescent().estimate(domain, loss, known_total=1.0, iters=iters, tol=tol, callback_fn=callback)
         jax.block_until_ready(model.marginals)
         return model, time.perf_counter() - t0, len(blocks) * CALLBACK_EVERY
 
     model, seconds, n_iter = run(False)
     meta = {"seconds": seconds, "iterations": n_iter, "converged": n_iter < iters,
             "iters": iters, "tol": tol, "loss_mbi_own": float(loss(model.marginals)),
-            "mbi_version": getattr(mbi, "__version__", _dist_version("mbi")),
+            "mbi_version": getattr(mbi, "__version__", version("mbi")),
             "jax_version": jax.__version__, "estimator": "mbi.estimation.MirrorDescent()",
             "known_total": 1.0, "stddev": "sigma_i (probabilities)"}
     if warm:  # same program again: JIT compilation cached, the solver's own time
@@ -215,22 +209,9 @@ def mbi_lipschitz(inter: dict) -> float:
     size_of = dict(zip(inter["attributes"], inter["sizes"]))
     cells = [math.prod(size_of[a] for a in c) for c in inter["cliques"]]
     blocks: dict[int, float] = {}
-    for m in inter["measurements"]:
-        j = home_clique(m["attrs"], inter["cliques"], size_of)
+    for m, j in zip(inter["measurements"], homes(inter)):
         blocks[j] = blocks.get(j, 0.0) + cells[j] / m["y"].size / m["sigma"] ** 2
     return max(blocks.values()) if blocks else 1.0
-
-
-def _dist_version(name: str) -> str:
-    from importlib.metadata import version
-
-    return version(name)
-
-
-def mbi_half(stem: str, iters: int, tol: float, warm: bool) -> int:
-    tables, meta = mbi_fit(read_interchange(stem), iters=iters, tol=tol, warm=warm)
-    write_result(stem, tables, meta)
-    return 0
 
 
 def check_mbi_python(python: str) -> None:
@@ -245,20 +226,21 @@ def run_mbi(stem: Path, python: str, iters: int, tol: float, warm: bool = True) 
     cmd = [python, str(Path(__file__).resolve()), "--mbi-half", str(stem), "--mbi-iters", str(iters),
            "--mbi-tol", str(tol)] + ([] if warm else ["--no-warm"])
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**env, "JAX_PLATFORMS": "cpu"})
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, env={**env, "JAX_PLATFORMS": "cpu"})
     if done.returncode != 0:
         raise HalfUnavailable(f"the mbi half failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return read_result(stem)
 
 
-# (a) lopub's half -------------------------------------------------------------
+# lopub's half --------------------------------------------------------------------
 def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
-    """Adult measurements (1-way and pairs), the junction tree and provenance."""
+    """Adult measurements (1-way and pairs inside a model clique), the junction tree and provenance."""
     import itertools
     import warnings
 
     from lopub.datasets import load_adult
     from lopub.dependency import MarginalCache
+    from lopub.estimate import Estimator
     from lopub.pipeline.steps import dependency
 
     data = load_adult()
@@ -270,13 +252,8 @@ def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
     if args.synthetic_noise:
         source = data
         info.update(measurements="exact marginals + N(0, sigma^2) per cell", sigma=args.synthetic_noise)
-    else:
-        from lopub.client import encode
-        from lopub.estimate import Estimator
-        from lopub.reports.spec import CollectionSpec
-
-        spec = CollectionSpec.from_domain(data.domain, f=args.f, m=M_BITS, h=H_HASHES)
-        source = Estimator(encode(data, spec, rng=rng), method="moment")
+    else:  # the moment estimator's tables are Measurements with their own variance
+        source = Estimator(bloom_reports(data, 0, f=args.f, m=M_BITS, h=H_HASHES), method="moment")
         info.update(measurements="Bloom reports, moment estimator", f=args.f, m=M_BITS, h=H_HASHES)
     cache = MarginalCache(source)
     with warnings.catch_warnings():
@@ -286,9 +263,9 @@ def build_measurements(args: argparse.Namespace) -> tuple[Any, Any, list, dict]:
     scopes = [(a,) for a in attrs] + list(itertools.combinations(attrs, 2))
     covered = [s for s in scopes if any(set(s) <= set(c) for c in tree.cliques)]
     info["measurements_left_out"] = len(scopes) - len(covered)
-    noisy = args.synthetic_noise
-    ms = [_noisy(cache.marginal(list(s)), noisy, rng) if noisy else _with_variance(cache, source, s)
-          for s in covered]
+    ms = [cache.marginal(list(s)) for s in covered]
+    if args.synthetic_noise:
+        ms = [_noisy(m, args.synthetic_noise, rng) for m in ms]
     return data.domain, tree, ms, info
 
 
@@ -299,30 +276,6 @@ def _noisy(marginal: Any, sigma: float, rng: np.random.Generator) -> Any:
     return Measurement(marginal.domain, y, marginal.n, {}, variance=sigma ** 2,
                        provenance={"protocol": "exact", "estimator": "exact+gaussian",
                                    "postprocess": "none", "variance": "known"})
-
-
-def _with_variance(cache: Any, estimator: Any, scope: tuple) -> Any:
-    """The estimator's table as a Measurement; variance of the unbiased (OLS) moment estimate.
-
-    When the estimator does not return a Measurement yet, the per-cell variance
-    is that of ``P_ols = mean_u (x)_j z_{u,j}`` from the second moments of the
-    projected bits (an approximation for the shrunk, simplex-projected table).
-    """
-    from lopub.estimate.measurement import Measurement
-
-    m = cache.marginal(list(scope))
-    if isinstance(m, Measurement):
-        return m
-    zs = [estimator.projected(a) for a in scope]
-    n = zs[0].shape[0]
-    if len(zs) == 1:
-        first, second = zs[0].mean(axis=0), (zs[0] ** 2).mean(axis=0)
-    else:
-        first, second = zs[0].T @ zs[1] / n, (zs[0] ** 2).T @ (zs[1] ** 2) / n
-    var = np.maximum(second - first ** 2, 0.0) / n
-    return Measurement.from_marginal(m, var, {"protocol": "bloom", "estimator": "moment",
-                                              "postprocess": m.meta.get("postprocess"),
-                                              "variance": "ols-second-moments (approximation)"})
 
 
 def lopub_fitter() -> Any:
@@ -338,9 +291,7 @@ def lopub_fitter() -> Any:
 def fit_lopub(domain: Any, tree: Any, measurements: list, cliques: list) -> tuple[list[np.ndarray], dict]:
     """``lopub.model.pgm.fit_mrf``; clique tables in the order and axis order of ``cliques``."""
     fit_mrf = lopub_fitter()
-    t0 = time.perf_counter()
-    fit = fit_mrf(domain, tree, measurements)
-    wall = time.perf_counter() - t0
+    fit, wall, _ = timed(lambda: fit_mrf(domain, tree, measurements))
     by_scope = {frozenset(m.attrs): m for m in fit.marginals}
     tables = [by_scope[frozenset(c)].project(list(c)).values.ravel() for c in cliques]
     return tables, {"seconds": float(getattr(fit, "seconds", wall)), "seconds_wall": wall,
@@ -348,7 +299,7 @@ def fit_lopub(domain: Any, tree: Any, measurements: list, cliques: list) -> tupl
                     "loss_lopub_own": float(fit.loss)}
 
 
-# (c) comparison ---------------------------------------------------------------
+# comparison ----------------------------------------------------------------------
 def compare(inter: dict, lopub_tables: Sequence[np.ndarray], lopub_meta: dict,
             mbi_tables: Sequence[np.ndarray], mbi_meta: dict, rel_tol: float = 0.01) -> dict:
     """Both solutions under the one objective; relative difference (to mbi) and time ratio."""
@@ -356,7 +307,6 @@ def compare(inter: dict, lopub_tables: Sequence[np.ndarray], lopub_meta: dict,
     rel = (a - b) / b if b > 0 else (0.0 if a == b else math.inf)
     warm = mbi_meta.get("seconds_warm")
     reach = [t for t in mbi_meta.get("trace", []) if t[2] <= a * (1 + rel_tol)]
-    sizes = [t.size for t in lopub_tables]
     return {"loss_lopub": a, "loss_mbi": b, "relative_difference": rel, "rel_tol": rel_tol,
             "ok": abs(rel) <= rel_tol,
             "seconds_lopub": lopub_meta["seconds"], "seconds_mbi": mbi_meta["seconds"],
@@ -369,11 +319,12 @@ def compare(inter: dict, lopub_tables: Sequence[np.ndarray], lopub_meta: dict,
             "max_abs_measured_difference": max(float(np.max(np.abs(x - y))) for x, y in
                                                zip(measured(inter, lopub_tables), measured(inter, mbi_tables))),
             "measurements": len(inter["measurements"]), "cliques": len(inter["cliques"]),
-            "max_clique_cells": max(sizes), "lopub": lopub_meta, "mbi": mbi_meta, "info": inter["info"]}
+            "max_clique_cells": max(t.size for t in lopub_tables), "lopub": lopub_meta, "mbi": mbi_meta,
+            "info": inter["info"]}
 
 
 def print_summary(r: dict) -> None:
-    lp, mb, info = r["lopub"], r["mbi"], r["info"]
+    lp, mb, info, tol = r["lopub"], r["mbi"], r["info"], 100 * r["rel_tol"]
     warm = "" if r["seconds_mbi_warm"] is None else f", {r['seconds_mbi_warm']:.2f} s warm"
     ratio_w = "" if r["time_ratio_warm"] is None else f", {r['time_ratio_warm']:.2f} vs warm"
     print(f"{info.get('measurements')}: {r['measurements']} measurements "
@@ -384,11 +335,10 @@ def print_summary(r: dict) -> None:
     print(f"loss_mbi    {r['loss_mbi']:.6g}  ({r['seconds_mbi']:.2f} s incl. JIT{warm}, "
           f"{mb['iterations']} iterations, converged={mb['converged']})")
     print(f"relative difference (lopub - mbi) / mbi  {100 * r['relative_difference']:+.4f} % "
-          f"(limit {100 * r['rel_tol']:g} %): {'OK' if r['ok'] else 'FAIL'}")
+          f"(limit {tol:g} %): {'OK' if r['ok'] else 'FAIL'}")
     print(f"time ratio lopub / mbi  {r['time_ratio']:.2f}{ratio_w}")
-    hit = r["mbi_to_lopub_loss"]
-    if hit:
-        print(f"mbi (warm) first at or below loss_lopub + {100 * r['rel_tol']:g} % after {hit['steps']} steps, "
+    if hit := r["mbi_to_lopub_loss"]:
+        print(f"mbi (warm) first at or below loss_lopub + {tol:g} % after {hit['steps']} steps, "
               f"{hit['seconds_warm']:.2f} s (time ratio {r['seconds_lopub'] / max(hit['seconds_warm'], 1e-9):.2f})")
     if r["relative_difference"] < -r["rel_tol"]:
         print("lopub's loss is the lower one: mbi may not have converged (raise --mbi-iters)")
@@ -413,13 +363,15 @@ def lopub_main(a: argparse.Namespace) -> int:
     lopub_tables, lopub_meta = fit_lopub(domain, tree, ms, cliques)
     mbi_tables, mbi_meta = run_mbi(stem, a.mbi_python, a.mbi_iters, a.mbi_tol, not a.no_warm)
     r = compare(read_interchange(stem), lopub_tables, lopub_meta, mbi_tables, mbi_meta, a.rel_tol)
-    print(json.dumps(r, indent=1, default=float)) if a.json else print_summary(r)
+    if a.json:
+        print(json.dumps(r, indent=1, default=float))
+    else:
+        print_summary(r)
     return 0 if r["ok"] else 1
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Commands, interchange format and scale: docs/bench_mbi.md.")
     p.add_argument("--quick", action="store_true",
                    help=f"tiny case: --attrs {QUICK_ATTRS} --synthetic-noise 0.005 --model-phi 0.1")
@@ -449,7 +401,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.mbi_half:
-        return mbi_half(a.mbi_half, a.mbi_iters, a.mbi_tol, not a.no_warm)
+        write_result(a.mbi_half, *mbi_fit(read_interchange(a.mbi_half), iters=a.mbi_iters, tol=a.mbi_tol,
+                                          warm=not a.no_warm))
+        return 0
     try:
         return lopub_main(a)
     except HalfUnavailable as exc:  # exit status 2: a half cannot run here
