@@ -40,7 +40,6 @@ BAD_UNIT = ["0", "1", "-0.1", "1.5", "nan", "inf", "abc", ""]  # of a probabilit
 BAD_COUNT = ["0", "-1", "abc", "1.5", "", "nan"]  # of an integer >= 1
 BAD_PHI = ["0", "-1", "1.5", "nan", "inf", "abc", ""]
 HUGE = "100000000000000"
-SUFFIX = {"csv": ".csv", "domain": ".json", "model": ".json", "bloom": ".parquet", "ms": ".npz", "oracle": ".npz"}
 #: bad files (in ``bad/``) of each kind, besides a missing file, a folder, an empty, a junk and a text file
 BAD_FILES = {"csv": ["latin1.csv", "long.csv", "dup.csv", "header.csv", "unknown.csv", "missingcol.csv"],
              "domain": ["half.dom.json", "flip.dom.json", "dupcat.dom.json", "list.json"],
@@ -391,7 +390,7 @@ def run_case(fx: dict, work: Path, kind: str, raw, how: str, which: int) -> tupl
         shutil.copy(fx["d.csv"], inputs[1])
     else:
         commands = _readers(fx, work)[kind]
-        inputs = [work / f"in{SUFFIX[kind]}"]
+        inputs = [work / ("in" + Path(fx_original(fx, kind)).suffix)]  # in.csv, in.json, in.parquet, in.npz
         inputs[0].write_bytes(raw)
         argv = [x.replace("{X}", str(inputs[0])) for x in commands[which % len(commands)]]
     before = digest(inputs + list(fx.values()))
@@ -406,7 +405,7 @@ def run_case(fx: dict, work: Path, kind: str, raw, how: str, which: int) -> tupl
     if code != 0:
         return "other-exit", f"{code}: {err[-200:]}"
     try:
-        return ("correct", "") if result_ok(fx, work, kind, how, argv, out) else ("silent", " ".join(argv))
+        return ("correct", "") if result_ok(fx, work, kind, how, argv, out, inputs[0]) else ("silent", " ".join(argv))
     except Exception as exc:  # noqa: BLE001 - an unusable result accepted with exit 0
         return "silent", f"{' '.join(argv)}: {type(exc).__name__}: {exc}"[:300]
 
@@ -416,13 +415,13 @@ def run_args_case(fx: dict, work: Path, argv: list[str], domain_text: str) -> tu
     return run_case(fx, work, "args", argv, domain_text, 0)
 
 
-def result_ok(fx: dict, work: Path, kind: str, how: str, argv: list[str], stdout: str) -> bool:
-    """Whether a generated case that exited 0 gave a valid result (see docs/BENCHMARKS.md)."""
+def result_ok(fx: dict, work: Path, kind: str, how: str, argv: list[str], stdout: str, path: Path) -> bool:
+    """Whether a generated case (the file ``path`` or command line ``argv``) that exited 0 gave a valid result."""
     if kind != "args":
         if kind == "csv" or how in ("generated", "edited") or (kind == "domain" and how[:5] != "swap:"):
             return True  # no checksum (written by hand): a damaged one that still parses is data as given
         real = how.split(":")[1] if how.startswith("swap:") else kind  # read only as what it is, as the original
-        same = _content(real, str(work / f"in{SUFFIX[kind]}"))
+        same = _content(real, str(path))
         return argv[0] in {c[0] for c in _readers(fx, work)[real]} and same is not None and \
             same == _content(real, fx_original(fx, real))
     if argv[0] == "privacy":  # Eq. (10), eps per attribute = 2 h x, x = ln((1 - f/2) / (f/2)) = ln(2 - f) - ln f
@@ -456,7 +455,7 @@ def fuzz(work: Path, cases: int, *, seed: int = 0) -> tuple[dict, list]:
     case_dir = work / "case"
     case_dir.mkdir(exist_ok=True)
     counts, failures = collections.defaultdict(collections.Counter), []
-    data = {k: Path(fx_original(fx, k)).read_bytes() for k in SUFFIX}
+    data = {k: Path(fx_original(fx, k)).read_bytes() for k in ("csv", "domain", "model", "bloom", "ms", "oracle")}
     cases_st = st.one_of(file_cases(data), arg_cases(str(case_dir)).map(lambda t: ("args", t[0], t[1])))
 
     # (hypothesis derives its derandomized seed from this function's source: keep it as it is)
