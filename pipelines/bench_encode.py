@@ -1,11 +1,9 @@
-"""Client-side encoding throughput: ``--n`` records x ``--d`` attributes (2-41 categories) through the
-vectorized, chunked encoder; records/s, report bits/s, peak RSS of this process (with the input codes
-and the packed output).  Figures: docs/BENCHMARKS.md, "Client encoding (foundation)".
+"""Client-side encoding throughput: ``--n`` records x ``--d`` attributes (2-41 categories) through the chunked
+encoder; records/s, report bits/s and peak RSS (with the input codes and the packed output).
+Figures: docs/BENCHMARKS.md, "Client encoding (foundation)".
 
     python pipelines/bench_encode.py --n 1000000 --d 15 --m 128 --h 4 --save /tmp/bench.parquet
 """
-from __future__ import annotations
-
 import argparse
 import sys
 from pathlib import Path
@@ -13,22 +11,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
-
 from lopub import CollectionSpec, Dataset, Domain
+from lopub.client import encode
 from pipelines.harness.common import peak_mb, timed
-
-OPTIONS = (("--n", int, 1_000_000), ("--d", int, 15), ("--m", int, 128), ("--h", int, 4), ("--f", float, 0.5),
-           ("--seed", int, 0))
 
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name, kind, default in OPTIONS:
-        p.add_argument(name, type=kind, default=default)
+    for name, default in {"--n": 1_000_000, "--d": 15, "--m": 128, "--h": 4, "--f": 0.5, "--seed": 0}.items():
+        p.add_argument(name, type=type(default), default=default)
     p.add_argument("--save", help="also write the reports file here and time it")
     a = p.parse_args(argv)
-    from lopub.client import encode
-
     sizes = [2 + (j * 7) % 40 for j in range(a.d)]  # 2 .. 41 categories, Adult-like spread
     domain = Domain.from_categories({f"a{j}": [str(v) for v in range(s)] for j, s in enumerate(sizes)})
     spec = CollectionSpec.from_domain(domain, f=a.f, m=a.m, h=a.h)
@@ -47,4 +40,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -63,10 +63,10 @@ def items_for(plan: MarginalPlan, secret: bytes, codes, rng, name: str = "survey
             for s, w in zip(subsets.tolist(), wire)]
 
 
-def post_all(base: str, items: list[dict], batch: int, name: str = "survey", timeout: float = 120) -> list:
+def post_all(base: str, items: list[dict], batch: int, name: str = "survey") -> list:
     """``items`` through the relay endpoint in batches of ``batch``, 2 in flight: the service's answers."""
     def post(lo):
-        return post_batch(base, name, items[lo:lo + batch], RELAY, timeout=timeout)
+        return post_batch(base, name, items[lo:lo + batch], RELAY)
 
     with ThreadPoolExecutor(2) as pool:
         return list(pool.map(post, range(0, len(items), batch)))
@@ -89,15 +89,17 @@ def client(base: str, items: list[dict]) -> list[float]:
 
 def run_load(work: Path, secret: bytes, a) -> dict:
     """The batch and single-report benchmarks on a fresh store."""
-    plan, rng, t = plan_marginals(DOMAIN, 10**6, 2.0), np.random.default_rng(0), time.perf_counter()
-    batch, single = (items_for(plan, secret, np.column_stack([rng.integers(0, s, n) for s in plan.domain.sizes]),
-                               rng) for n in (a.n, a.single))
+    plan, rng = plan_marginals(DOMAIN, 10**6, 2.0), np.random.default_rng(0)
+    t = time.perf_counter()
+    batch, single = (items_for(plan, secret, np.column_stack([rng.integers(0, s, n) for s in plan.domain.sizes]), rng)
+                     for n in (a.n, a.single))
     print(f"prepared {a.n + a.single} reports in {time.perf_counter() - t:.1f} s "
           f"(plan: {plan.n_subsets} subsets, oracles {sorted(set(plan.oracles))})", flush=True)
     with serve(work, plan, workers=a.workers) as (base, _):
         answers, sec, _ = timed(lambda: post_all(base, batch, a.batch))
-        out = {"workers": a.workers, "batch": emit({"n": a.n, "batch": a.batch, "stored": sum(
-            r["stored"] for r in answers), "seconds": round(sec, 2), "reports_per_s": round(a.n / sec)})}
+        stored = sum(r["stored"] for r in answers)
+        out = {"workers": a.workers, "batch": emit({"n": a.n, "batch": a.batch, "stored": stored,
+                                                     "seconds": round(sec, 2), "reports_per_s": round(a.n / sec)})}
         shares = [single[i::a.clients] for i in range(a.clients)]  # one share per client
         with ThreadPoolExecutor(a.clients) as pool:
             lat, sec, _ = timed(lambda: list(pool.map(functools.partial(client, base), shares)))
@@ -119,18 +121,17 @@ def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
              for i in range(n)]  # a = i + 1 identifies the report
     acked: list[int] = []
 
-    def send(base: str, first: int) -> None:
-        for lo in range(first * batch, n, 2 * batch):  # two senders interleave their chunks
-            try:
-                out = post_batch(base, "survey", items[lo:lo + batch], RELAY, timeout=30)
-            except (OSError, ValueError, http.client.HTTPException):
-                return  # the service died: this chunk was not acknowledged
-            refused = {r["index"] for r in out["refused"]}
-            acked.extend([lo + j for j in range(len(items[lo:lo + batch])) if j not in refused])
+    def send(base: str, lo: int) -> None:
+        try:
+            out = post_batch(base, "survey", items[lo:lo + batch], RELAY, timeout=30)
+        except (OSError, ValueError, http.client.HTTPException):
+            return  # the service died: this chunk was not acknowledged
+        refused = {lo + r["index"] for r in out["refused"]}
+        acked.extend([i for i in range(lo, min(lo + batch, n)) if i not in refused])
 
-    with serve(work, plan) as (base, proc), ThreadPoolExecutor(2) as pool:
-        senders = [pool.submit(send, base, k) for k in range(2)]
-        while len(acked) < n // 2 and not all(s.done() for s in senders):
+    with serve(work, plan) as (base, proc), ThreadPoolExecutor(2) as pool:  # 2 chunks in flight
+        sending = [pool.submit(send, base, lo) for lo in range(0, n, batch)]
+        while len(acked) < n // 2 and not all(s.done() for s in sending):
             time.sleep(0.005)
         time.sleep(delay)  # a random moment: batches are being validated, written or answered
         proc.kill()
@@ -180,15 +181,13 @@ def quality(a) -> list[dict]:
     return rows
 
 
-def fake_reports(oracle: str, obj, m: int, attack: str, cap: int) -> np.ndarray:
-    """``m`` reports supporting value 0 in the oracle's format (OUE "spread": also the first ``cap`` values)."""
-    if oracle == "grr":
-        return np.zeros(m, dtype=np.int64)
+def fake_reports(oracle: str, k: int, m: int, ones: int) -> np.ndarray:
+    """``m`` reports supporting value 0 in the oracle's format (OUE: ones on the first ``ones`` values)."""
+    if oracle == "oue":
+        return np.tile(np.arange(k) < ones, (m, 1))
     if oracle == "olh":
-        return np.column_stack([np.arange(1, m + 1), np.zeros((m, 2), np.int64)])  # h_a(0) = 0 for every a
-    bits = np.zeros((m, obj.k), dtype=bool)
-    bits[:, :cap if attack == "spread" else 1] = True
-    return bits
+        return np.column_stack([np.arange(1, m + 1), np.zeros((m, 2), np.int64)])  # (a, b = 0, h = 0): h_a(0)
+    return np.zeros(m, dtype=np.int64)  # grr
 
 
 def attack(oracle: str, how: str, share: float, a, rng) -> dict:
@@ -199,11 +198,11 @@ def attack(oracle: str, how: str, share: float, a, rng) -> dict:
     n, m = a.n, round(share * a.n)
     honest_values = rng.integers(0, a.k, n)
     honest = obj.perturb(honest_values, rng=rng)
-    uncapped = fake_reports(oracle, obj, m, how, a.k)
+    uncapped = fake_reports(oracle, a.k, m, a.k if how == "spread" else 1)
     _, errors = c.validate([{"subset": 0, "report": w} for w in to_wire(oracle, uncapped)], np.zeros(m, np.int64))
     cap = c.max_ones(0) if oracle == "oue" else a.k
     truth, est_clean = np.bincount(honest_values, minlength=a.k) / n, obj.estimate(honest)
-    est = obj.estimate(np.concatenate([honest, fake_reports(oracle, obj, m, how, cap)]))
+    est = obj.estimate(np.concatenate([honest, fake_reports(oracle, a.k, m, cap if how == "spread" else 1)]))
     est_uncapped = obj.estimate(np.concatenate([honest, uncapped]))
     return {"oracle": oracle, "attack": how, "share": share, "fake": m, "uncapped_refused": len(errors), "cap": cap,
             "shift_target": round(float(est[0] - est_clean[0] * n / (n + m)), 4),

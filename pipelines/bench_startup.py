@@ -1,12 +1,10 @@
-"""Start-up cost of the ``lopub`` command line (issue 13, fast start): the median over ``--runs`` fresh
-``python -m lopub`` processes (this checkout first on the path) of the child's CPU seconds (user + system)
-and peak RSS, per command of COMMANDS; exits 1 when a median is above ``--limit`` CPU seconds.
+"""Start-up cost of the ``lopub`` command line (issue 13, fast start): for each of COMMANDS, the median over
+``--runs`` fresh ``python -m lopub`` processes (this checkout first on the path) of the child's CPU seconds
+(user + system) and peak RSS; exits 1 when a median is above ``--limit`` CPU seconds (a release gate).
 Figures: docs/BENCHMARKS.md, "Startup (issue 13, fast start)".
 
     python pipelines/bench_startup.py [--runs 5] [--limit 0.3] [--json]
 """
-from __future__ import annotations
-
 import argparse
 import json
 import os
@@ -24,12 +22,11 @@ def measure(argv: list[str]) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     proc = subprocess.Popen([sys.executable, "-m", "lopub", *argv], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, usage = os.wait4(proc.pid, 0)  # the child's own resource usage
     proc.returncode = os.waitstatus_to_exitcode(status)
     with proc.stderr:
-        err = proc.stderr.read().decode()
-    if proc.returncode != 0:
-        raise RuntimeError(f"lopub {' '.join(argv)} exited {proc.returncode}: {err}")
+        if proc.returncode != 0:
+            raise RuntimeError(f"lopub {' '.join(argv)} exited {proc.returncode}: {proc.stderr.read().decode()}")
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
 
 

@@ -7,8 +7,6 @@ and extrapolates linearly to ``--n`` (EXTRAPOLATED).  ``--equal-epsilon``: one-w
 epsilon on Adult's 9 categorical attributes and the embedded data (``lopub.collect.compare``) and the
 mean gain of ALLOMFREE over L-SUE and L-OUE (SMP).  Commands and figures: docs/bench_oracles.md.
 """
-from __future__ import annotations
-
 import argparse
 import functools
 import importlib.util
@@ -26,14 +24,12 @@ from lopub.oracles.longitudinal import make_longitudinal
 from lopub.oracles.oneshot import make_oracle
 from pipelines.harness.common import floats, ints, names, timed
 
-NAN = (float("nan"),) * 3
 
-
-def lopub_run(name, values, k, eps, eps1, seed):
+def lopub_run(name, values, a, seed):
     if name == "allomfree":  # the full scheme with one attribute (n_1 = n), like the reference's L-ADP
-        proto = Allomfree(eps, eps1, (k,))
+        proto = Allomfree(a.eps, a.eps1, (a.k,))
         return clip_normalize(proto.estimate(proto.perturb(values.reshape(-1, 1), rng=seed))[0])
-    proto = make_longitudinal(name, eps, eps1, k) if name.startswith("l-") else make_oracle(name, eps, k)
+    proto = make_longitudinal(name, a.eps, a.eps1, a.k) if name.startswith("l-") else make_oracle(name, a.eps, a.k)
     return clip_normalize(proto.estimate(proto.perturb(values, rng=seed)))
 
 
@@ -48,7 +44,7 @@ def numba_seed():
     return seed
 
 
-def reference_run(name, values, k, eps, eps1, seed):
+def reference_run(name, values, a, seed):
     import xxhash
     from multi_freq_ldpy.long_freq_est import L_ADP, L_GRR, L_OSUE
     from multi_freq_ldpy.pure_frequency_oracles import GRR, LH, UE
@@ -59,6 +55,7 @@ def reference_run(name, values, k, eps, eps1, seed):
     LH.xxhash = types.SimpleNamespace(xxh32=xxh32)
     np.random.seed(seed)
     numba_seed()(seed)
+    k, eps, eps1 = a.k, a.eps, a.eps1
     client, client_args, aggregate, args = {  # name: (client, its arguments, aggregator, its arguments)
         "grr": (GRR.GRR_Client, (k, eps), GRR.GRR_Aggregator_MI, (k, eps)),
         "oue": (UE.UE_Client, (k, eps, True), UE.UE_Aggregator_MI, (eps, True)),
@@ -70,13 +67,13 @@ def reference_run(name, values, k, eps, eps1, seed):
     return aggregate([client(int(v), *client_args) for v in values], *args)
 
 
-def measure(fn, name, values, k, eps, eps1, runs, seed):
+def measure(fn, name, values, a):
     """Mean MSE (vs the empirical frequencies of ``values``), mean wall s, mean CPU s."""
-    f = np.bincount(values, minlength=k) / values.size
-    fn(name, values[:50], k, eps, eps1, 1)  # warm-up (numba JIT of the reference)
+    f = np.bincount(values, minlength=a.k) / values.size
+    fn(name, values[:50], a, 1)  # warm-up (numba JIT of the reference)
     out = []
-    for r in range(runs):  # perturbation seeds differ from the data seed (one stream would correlate them)
-        est, wall, cpu = timed(functools.partial(fn, name, values, k, eps, eps1, seed + 1000 + r))
+    for r in range(a.runs):  # perturbation seeds differ from the data seed (one stream would correlate them)
+        est, wall, cpu = timed(functools.partial(fn, name, values, a, a.seed + 1000 + r))
         out.append((float(np.mean((np.asarray(est) - f) ** 2)), wall, cpu))
     return tuple(float(np.mean(column)) for column in zip(*out))
 
@@ -87,12 +84,12 @@ def row(label, lo, ref, note=""):
           f"{ref[1]:>10.3f}{ref[2]:>10.3f}{speed:>9.1f} {note}".rstrip(), flush=True)
 
 
-def extrapolated(a, name, values, eps1):
+def extrapolated(name, values, a):
     """The reference timed on the ``--ref-n`` prefixes, its time fitted linearly and extrapolated to ``--n``."""
     times = []
     for m in a.ref_n:
-        ref = measure(reference_run, name, values[:m], a.k, a.eps, eps1, a.runs, a.seed)
-        row(f"{name} @n={m}", measure(lopub_run, name, values[:m], a.k, a.eps, eps1, a.runs, a.seed), ref)
+        ref = measure(reference_run, name, values[:m], a)
+        row(f"{name} @n={m}", measure(lopub_run, name, values[:m], a), ref)
         times.append(ref[1:])
         print(f"{'':<20}reference CPU per user: {1e6 * ref[2] / m:.2f} us", flush=True)
     if len(times) == 1:  # one point: proportional
@@ -151,19 +148,20 @@ def main() -> None:
     rng = np.random.default_rng(a.seed)
     weights = 1 / np.arange(1, a.k + 1) ** 1.1
     values = rng.choice(a.k, size=a.n, p=weights / weights.sum())
-    eps1 = a.eps1_ratio * a.eps
-    print(f"n={a.n} k={a.k} eps={a.eps} eps_1={eps1:g} runs={a.runs} reference={'yes' if have_ref else 'not installed'}"
+    a.eps1 = a.eps1_ratio * a.eps
+    print(f"n={a.n} k={a.k} eps={a.eps} eps_1={a.eps1:g} runs={a.runs} "
+          f"reference={'yes' if have_ref else 'not installed'}"
           + (f" ref-n={a.ref_n} (reference extrapolated to n)" if a.ref_n and have_ref else ""))
     print("times: mean seconds per run (collection + estimation); wall = perf_counter, "
           "cpu = process_time; speedup = ref cpu / lopub cpu")
     print(f"{'protocol':<20}{'lopub MSE':>11}{'ref MSE':>11}{'lo wall':>9}{'lo cpu':>9}"
           f"{'ref wall':>10}{'ref cpu':>10}{'speedup':>9}")
     for name in a.protocols or names("grr,oue,sue,olh,l-grr,l-osue,allomfree"):
-        lo = measure(lopub_run, name, values, a.k, a.eps, eps1, a.runs, a.seed)
+        lo = measure(lopub_run, name, values, a)
         if have_ref and a.ref_n:
-            row(f"{name} @n={a.n}", lo, extrapolated(a, name, values, eps1), "(ref EXTRAPOLATED, ref MSE not measured)")
+            row(f"{name} @n={a.n}", lo, extrapolated(name, values, a), "(ref EXTRAPOLATED, ref MSE not measured)")
         else:
-            row(name, lo, measure(reference_run, name, values, a.k, a.eps, eps1, a.runs, a.seed) if have_ref else NAN)
+            row(name, lo, measure(reference_run, name, values, a) if have_ref else (float("nan"),) * 3)
 
 
 if __name__ == "__main__":
