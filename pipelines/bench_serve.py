@@ -1,10 +1,9 @@
 """``lopub serve`` (issue 27): load, kill -9, release quality through HTTP, fake users.
 
-Parts (``--only``), against a real service on 127.0.0.1: ``load`` (``--n`` reports in relay batches, 2 in
-flight, then ``--single`` one per request from ``--clients`` keep-alive clients), ``kill`` (SIGKILL once half
-of ``--kill-n`` reports are acknowledged, restart, resend all: each acknowledged report stored once), ``all``
-(load and kill), ``quality`` (``collect_records`` vs the same records through HTTP and ``serve-export``),
-``attack`` (fake users with valid tokens).  Tokens and randomized reports are made untimed beforehand.
+Parts (``--only``), against a real service on 127.0.0.1: ``load`` (``--n`` reports in relay batches, then
+``--single`` one per request from ``--clients`` keep-alive clients), ``kill`` (SIGKILL once half of ``--kill-n``
+reports are acknowledged, restart, resend all), ``all`` (load and kill), ``quality`` (``collect_records`` vs
+the same records through HTTP and ``serve-export``), ``attack`` (fake users with valid tokens).
 Figures: docs/BENCHMARKS.md, "Collection service (`lopub serve`, issue 27)".
 
     nice python pipelines/bench_serve.py --n 1000000 --single 20000 --kill-n 200000
@@ -47,8 +46,11 @@ def emit(row: dict) -> dict:
     return row
 
 
-def serve(work: Path, plan: MarginalPlan, name: str = "survey", workers: int = 1):
-    """A ``lopub serve`` of ``plan`` (collection ``name``) on ``work``'s store, secret and relay key."""
+def serve(work: Path, plan: MarginalPlan, name: str = "survey", workers: int = 1, fresh: bool = False):
+    """A ``lopub serve`` of ``plan`` as collection ``name`` on ``work``'s store, secret and relay key."""
+    if fresh:  # a new store: no reports, no used tokens
+        for f in ("store.sqlite", "store.sqlite-wal", "store.sqlite-shm"):
+            (work / f).unlink(missing_ok=True)
     (work / "relay.key").write_text(RELAY)
     plan.to_json(work / f"{name}.json")
     return running({name: work / f"{name}.json"}, work / "store.sqlite", "--secret-file", str(work / "secret"),
@@ -95,7 +97,7 @@ def run_load(work: Path, secret: bytes, a) -> dict:
                      for n in (a.n, a.single))
     print(f"prepared {a.n + a.single} reports in {time.perf_counter() - t:.1f} s "
           f"(plan: {plan.n_subsets} subsets, oracles {sorted(set(plan.oracles))})", flush=True)
-    with serve(work, plan, workers=a.workers) as (base, _):
+    with serve(work, plan, workers=a.workers, fresh=True) as (base, _):
         answers, sec, _ = timed(lambda: post_all(base, batch, a.batch))
         stored = sum(r["stored"] for r in answers)
         out = {"workers": a.workers, "batch": emit({"n": a.n, "batch": a.batch, "stored": stored,
@@ -113,9 +115,6 @@ def run_load(work: Path, secret: bytes, a) -> dict:
 def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
     """kill -9 a random 0-200 ms after half the reports are acknowledged, restart, resend all."""
     plan = MarginalPlan(DOMAIN, (("q5",),), 2.0, oracles=("olh",))
-    store = work / "store.sqlite"
-    for f in (store, Path(f"{store}-wal"), Path(f"{store}-shm")):
-        f.unlink(missing_ok=True)
     g, delay = plan.oracle(0).g, np.random.default_rng().uniform(0, 0.2)
     items = [{"token": tokens.issue(secret, "survey", 0), "subset": 0, "report": [i + 1, i % 1000, i % g]}
              for i in range(n)]  # a = i + 1 identifies the report
@@ -129,7 +128,7 @@ def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
         refused = {lo + r["index"] for r in out["refused"]}
         acked.extend([i for i in range(lo, min(lo + batch, n)) if i not in refused])
 
-    with serve(work, plan) as (base, proc), ThreadPoolExecutor(2) as pool:  # 2 chunks in flight
+    with serve(work, plan, fresh=True) as (base, proc), ThreadPoolExecutor(2) as pool:  # 2 chunks in flight
         sending = [pool.submit(send, base, lo) for lo in range(0, n, batch)]
         while len(acked) < n // 2 and not all(s.done() for s in sending):
             time.sleep(0.005)
@@ -140,7 +139,7 @@ def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
     with serve(work, plan) as (base, _):
         resend = post_all(base, items, batch)
     replays = {i * batch + r["index"] for i, out in enumerate(resend) for r in out["refused"]}
-    db = sqlite3.connect(store)
+    db = sqlite3.connect(work / "store.sqlite")
     a_values = [int(np.frombuffer(p, "<i8")[0]) for (p,) in db.execute("SELECT payload FROM reports")]
     stored = set(a_values)
     return {"n": n, "kill_delay_ms": round(1000 * delay, 1), "acknowledged_before_kill": acked_at_kill,
@@ -240,7 +239,6 @@ def main() -> None:
         work = Path(a.workdir)
         work.mkdir(parents=True, exist_ok=True)
         secret = tokens.load_secret(work / "secret")
-        (work / "store.sqlite").unlink(missing_ok=True)
         results = run_load(work, secret, a) if a.only in ("all", "load") else {}
         runs = a.kill_runs if a.only != "load" else 0  # kill -9 at random moments after half
         results["kill"] = [emit(bench_kill(work, secret, a.kill_n, min(a.batch, 2000))) for _ in range(runs)]
