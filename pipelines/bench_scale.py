@@ -1,12 +1,9 @@
 """Scaling of ``lopub fit`` (issue 13): time and peak memory against N, jobs, d, Dask and 10M users.
 
-Sections (``--sections``): ``fit`` (default): Adult resampled to N, ``--jobs 2`` per method and N (time ~ N^a)
-and ``--jobs 1`` at the largest N (``--speedup-repeats R``: only R alternating 1-job / 2-job pairs there);
-``wide``: 50k records x d (time ~ d^b; an EM fit beyond ``--em-timeout`` is timed per pair instead);
-``dask``: 10M x 15 through ``--scheduler local``, EM on the first 2M; ``marginals``: 10M users x 50, the
-planner's marginal plan.  Every fit runs in a fresh process, its process tree's memory sampled (psutil).
-Sections other than ``fit`` merge into ``--out`` (default docs/bench_scale_more.json; ``--table`` prints it).
-Commands and figures: docs/BENCHMARKS.md, "Scaling: both cores, streaming sums, Dask".
+Sections (``--sections``): ``fit`` (Adult resampled to N; 1 vs 2 jobs), ``wide`` (50k x d), ``dask`` (10M x 15,
+``--scheduler local``) and ``marginals`` (10M x 50, the planner's marginal plan); each fit in a fresh process,
+its process tree's memory sampled.  Commands and figures: docs/BENCHMARKS.md, "Scaling: both cores, streaming
+sums, Dask" (``--table`` prints its table of wide data from docs/bench_scale_more.json).
 """
 from __future__ import annotations
 
@@ -324,16 +321,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     ap.add_argument("--methods", type=names, default="moment,em")
     ap.add_argument("--sizes", type=ints, help="fit: comma-separated N (default: 125k..1M, or the quick ones)")
-    ap.add_argument("--speedup-repeats", type=int, default=0, metavar="R",
-                    help="fit: only the 1-vs-2-jobs speed-up, R alternating pairs of runs at the largest size")
+    ap.add_argument("--speedup-repeats", type=int, default=0, metavar="R", help="fit: only R pairs of 1 and 2 jobs")
     ap.add_argument("--build-only", action="store_true", help="only build the inputs (their time is no target)")
     ap.add_argument("--wide-ds", type=ints, help="comma-separated d for section wide (default 15,30,60,100)")
-    ap.add_argument("--em-timeout", type=float, default=900.0,
-                    help="seconds after which a wide EM fit is stopped and timed per pair instead")
+    ap.add_argument("--em-timeout", type=float, default=900.0, help="wide: seconds before a fit is timed per pair")
     ap.add_argument("--pair-sample", type=int, default=40, help="pairs timed when a wide EM fit is stopped")
     ap.add_argument("--workdir", help="inputs and models (default /tmp/lopub-scale, /tmp/lopub-scale-10m)")
-    ap.add_argument("--out", help="JSON results (sections other than fit: merged into the file, "
-                                  "default docs/bench_scale_more.json; none with --quick)")
+    ap.add_argument("--out", help="JSON results (other sections than fit merge into it; default "
+                                  "docs/bench_scale_more.json, none with --quick)")
     ap.add_argument("--table", action="store_true", help="print the tables of --out (no runs)")
     a = ap.parse_args(argv)
     if a.sections != ["fit"] and (not a.sections or set(a.sections) - set(SECTIONS)):
@@ -342,18 +337,14 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--speedup-repeats must be >= 0, got {a.speedup_repeats}")
     if a.table:
         print(tables(json.loads(Path(a.out or DOCS / "bench_scale_more.json").read_text())))
-    elif a.sections == ["fit"]:
+        return
+    if a.sections == ["fit"]:
         res = section_fit(a.methods, a.sizes or list(QUICK_SIZES if a.quick else FULL_SIZES),
                           Path(a.workdir or "/tmp/lopub-scale"), a.speedup_repeats)
         print(json.dumps(res["summary"], indent=2))
         if a.out:
             write_json(a.out, res)
-    else:
-        run_sections(a)
-
-
-def run_sections(a: argparse.Namespace) -> None:
-    """The sections wide, dask, marginals; their results merged into ``--out``."""
+        return
     cfg = dict(QUICK if a.quick else FULL)
     cfg["wide_ds"] = a.wide_ds or cfg["wide_ds"]
     work = Path(a.workdir or ("/tmp/lopub-scale-more-quick" if a.quick else "/tmp/lopub-scale-10m"))
