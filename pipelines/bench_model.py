@@ -1,11 +1,9 @@
 """The release model against the naive pair tables of the same reports (issue 24 item 1).
 
-All pairs measured, one pair per user (best oracle per pair); per shape, epsilon and seed: the mean
-2-way TVD of the fitted model (``fit``'s defaults), of its synthetic release (n records) and of the
-naive pair tables (CALM consistency + Norm-Sub, no model), with the fit's convergence fields
-(:func:`pipelines.harness.methods.pairs_model`).  Shapes: ``latent20``, ``alarm20`` (the seed draws
-the data too) and ``adult``.  Run it with another lopub first on ``PYTHONPATH`` for "before" figures
-(the reports depend only on the data, epsilon and seed); docs/BENCHMARKS.md, "Release model".
+All pairs, one per user: per shape (latent20, alarm20: the seed draws the data too; adult), epsilon and seed,
+the mean 2-way TVD of ``fit``'s model, of its synthetic release and of the naive pair tables, with the fit's
+convergence fields (:func:`pipelines.harness.methods.pairs_model`).  With another lopub first on ``PYTHONPATH``
+it gives "before" figures (the same reports); docs/BENCHMARKS.md, "Release model".
 """
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ import sys
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # after PYTHONPATH: its lopub wins
 
-from pipelines.harness.runner import Grid, run  # noqa: E402
+from pipelines.harness.runner import Grid, run
 
 SHAPES = ("latent20", "alarm20", "adult")
 

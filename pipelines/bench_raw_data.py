@@ -1,11 +1,10 @@
 """Real data as people have it, through the CLI defaults (issue 23).
 
-UCI Adult as shipped (``?`` kept, the column names of ``adult.names``) is written to a CSV and run
-through ``lopub schema``, ``collect --epsilon E --seed S``, ``fit`` and ``synthesize --seed S`` (the
-``python -m lopub`` of this interpreter).  Mean 2-way TVD of the release, both sides coded with the
-schema that run wrote, beside two baselines of the same schema: every user reports one random
-attribute at the whole epsilon (GRR or OUE, simplex projection; product of the one-way estimates),
-and the uniform distribution.  Figures: docs/BENCHMARKS.md, "Real data as shipped".
+UCI Adult as shipped (``?`` kept, the column names of ``adult.names``) goes through ``lopub schema``,
+``collect --epsilon E --seed S``, ``fit`` and ``synthesize --seed S``; the release's mean 2-way TVD is printed
+beside two baselines on the same schema: one random attribute per user at the whole epsilon (GRR or OUE, simplex
+projection, product of the one-way estimates) and the uniform distribution.  ``python
+pipelines/bench_raw_data.py --epsilon 4 --seeds 0,1,2``; figures: docs/BENCHMARKS.md, "Real data as shipped".
 """
 from __future__ import annotations
 
@@ -24,23 +23,12 @@ ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education_num", "ma
                  "hours_per_week", "native_country", "income")
 
 
-def adult_csv(path: str) -> str:
-    """Write Adult as shipped (``?`` kept) with a header row to ``path``."""
-    src = os.path.join(os.environ.get("LOPUB_DATA_DIR", ""), "adult", "adult.data")
-    with open(src, encoding="utf-8") as fh:
-        rows = [line.strip() for line in fh if line.strip()]
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(",".join(ADULT_COLUMNS) + "\n" + "\n".join(rows) + "\n")
-    return path
-
-
 def pair_tables(codes: np.ndarray, sizes) -> dict:
     """Exact 2-way tables (probabilities) of integer codes, every pair of columns."""
-    n = codes.shape[0]
     out = {}
     for i, j in itertools.combinations(range(codes.shape[1]), 2):
         flat = codes[:, i].astype(np.int64) * sizes[j] + codes[:, j]
-        out[i, j] = np.bincount(flat, minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j]) / n
+        out[i, j] = np.bincount(flat, minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j]) / codes.shape[0]
     return out
 
 
@@ -55,8 +43,7 @@ def one_attribute_marginals(codes: np.ndarray, sizes, epsilon: float, *, rng) ->
     from lopub.estimate.postprocess import project_simplex
 
     gen = np.random.default_rng(rng)
-    n, d = codes.shape
-    which = gen.integers(0, d, size=n)
+    which = gen.integers(0, codes.shape[1], size=codes.shape[0])
     e = np.exp(epsilon)
     out = []
     for j, k in enumerate(sizes):  # loop over attributes
@@ -64,17 +51,15 @@ def one_attribute_marginals(codes: np.ndarray, sizes, epsilon: float, *, rng) ->
         m = max(x.size, 1)
         if k == 1:
             out.append(np.ones(1))
-            continue
-        if k < 3 * e + 2:  # GRR
+        elif k < 3 * e + 2:  # GRR
             p, q = e / (e + k - 1), 1.0 / (e + k - 1)
-            keep = gen.random(x.size) < p - q
-            y = np.where(keep, x, gen.integers(0, k, size=x.size))
-            counts = np.bincount(y, minlength=k) / m
+            y = np.where(gen.random(x.size) < p - q, x, gen.integers(0, k, size=x.size))
+            out.append(project_simplex((np.bincount(y, minlength=k) / m - q) / (p - q)))
         else:  # OUE: bit x kept w.p. 1/2, others set w.p. 1/(e+1)
             p, q = 0.5, 1.0 / (e + 1.0)
             own = np.bincount(x, minlength=k)
             counts = (gen.binomial(own, p) + gen.binomial(m - own, q)) / m
-        out.append(project_simplex((counts - q) / (p - q)))
+            out.append(project_simplex((counts - q) / (p - q)))
     return out
 
 
@@ -83,61 +68,52 @@ def independence_tables(marginals: list[np.ndarray]):
     return lambda pair: np.outer(marginals[pair[0]], marginals[pair[1]])
 
 
-def _lopub(*args: str, cwd: str) -> str:
-    res = subprocess.run([sys.executable, "-m", "lopub", *args], cwd=cwd, capture_output=True,
-                         text=True, check=False)
+def _lopub(workdir: str, *args: str) -> None:
+    res = subprocess.run([sys.executable, "-m", "lopub", *args], cwd=workdir, capture_output=True, text=True,
+                         check=False)
     if res.returncode != 0:
         raise RuntimeError(f"lopub {' '.join(args)} failed: {res.stderr.strip()}")
-    return res.stdout + res.stderr
 
 
 def run(epsilon: float, seed: int, workdir: str) -> dict:
-    """The four default commands on Adult as shipped, and the baselines on the same schema."""
-    csv = adult_csv(os.path.join(workdir, "adult.csv"))
-    log = _lopub("schema", "adult.csv", "--out", "dom.json", cwd=workdir)
-    log += _lopub("collect", "adult.csv", "--domain", "dom.json", "--epsilon", str(epsilon),
-                  "--out", "r.npz", "--seed", str(seed), cwd=workdir)
-    reports = "r.npz" if os.path.exists(os.path.join(workdir, "r.npz")) else "r.parquet"
-    log += _lopub("fit", reports, "--out", "m.json", cwd=workdir)
-    log += _lopub("synthesize", "m.json", "--out", "s.csv", "--seed", str(seed), cwd=workdir)
-    return score(csv, os.path.join(workdir, "s.csv"), os.path.join(workdir, "dom.json"),
-                 epsilon, seed) | {"log": log}
-
-
-def score(real_csv: str, syn_csv: str, domain_json: str, epsilon: float, seed: int) -> dict:
-    """Release and baseline TVDs, all coded with the schema in ``domain_json``."""
+    """The four default commands on Adult as shipped; release and baseline TVDs on the schema they wrote."""
     from lopub.cli._common import read_csv
     from lopub.data.dataset import Dataset
     from lopub.data.domain import Domain
 
-    dom = Domain.from_json(domain_json)
-    real = Dataset.from_pandas(read_csv(real_csv), dom)
-    syn = Dataset.from_pandas(read_csv(syn_csv), dom)
+    with open(os.path.join(os.environ.get("LOPUB_DATA_DIR", ""), "adult", "adult.data"), encoding="utf-8") as fh:
+        rows = [line.strip() for line in fh if line.strip()]
+    with open(os.path.join(workdir, "adult.csv"), "w", encoding="utf-8") as out:
+        out.write(",".join(ADULT_COLUMNS) + "\n" + "\n".join(rows) + "\n")
+    _lopub(workdir, "schema", "adult.csv", "--out", "dom.json")
+    _lopub(workdir, "collect", "adult.csv", "--domain", "dom.json", "--epsilon", str(epsilon), "--out", "r.npz",
+           "--seed", str(seed))
+    _lopub(workdir, "fit", "r.npz" if os.path.exists(os.path.join(workdir, "r.npz")) else "r.parquet",
+           "--out", "m.json")  # Bloom reports (protocol auto) are written as .parquet
+    _lopub(workdir, "synthesize", "m.json", "--out", "s.csv", "--seed", str(seed))
+    dom = Domain.from_json(os.path.join(workdir, "dom.json"))
+    real, syn = (Dataset.from_pandas(read_csv(os.path.join(workdir, f)), dom) for f in ("adult.csv", "s.csv"))
     truth = pair_tables(real.codes, dom.sizes)
-    uni = [np.full(k, 1.0 / k) for k in dom.sizes]
     ones = one_attribute_marginals(real.codes, dom.sizes, epsilon, rng=seed)
     return {"epsilon": epsilon, "seed": seed, "sizes": dict(zip(dom.attrs, dom.sizes)),
             "release": mean_pair_tvd(truth, pair_tables(syn.codes, dom.sizes)),
             "one_attribute": mean_pair_tvd(truth, independence_tables(ones)),
-            "uniform": mean_pair_tvd(truth, independence_tables(uni))}
+            "uniform": mean_pair_tvd(truth, independence_tables([np.full(k, 1.0 / k) for k in dom.sizes]))}
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epsilon", type=float, default=4.0)
     p.add_argument("--seeds", default="0")
-    p.add_argument("--workdir")
     p.add_argument("--json")
     a = p.parse_args(argv)
     rows = []
     for seed in [int(s) for s in a.seeds.split(",")]:
-        wd = a.workdir or tempfile.mkdtemp(prefix="lopub-raw-")
-        os.makedirs(wd, exist_ok=True)
-        row = run(a.epsilon, seed, wd)
-        print(f"epsilon {a.epsilon:g} seed {seed}: release {row['release']:.4f}, one attribute + "
-              f"independence {row['one_attribute']:.4f}, uniform {row['uniform']:.4f}; "
-              f"sizes {row['sizes']}", flush=True)
-        rows.append({k: v for k, v in row.items() if k != "log"})
+        with tempfile.TemporaryDirectory(prefix="lopub-raw-") as wd:
+            rows.append(run(a.epsilon, seed, wd))
+        print(f"epsilon {a.epsilon:g} seed {seed}: release {rows[-1]['release']:.4f}, one attribute + "
+              f"independence {rows[-1]['one_attribute']:.4f}, uniform {rows[-1]['uniform']:.4f}; "
+              f"sizes {rows[-1]['sizes']}", flush=True)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as fh:
             json.dump(rows, fh, indent=1)
