@@ -1,12 +1,10 @@
 """Issue 12's benchmark: useful releases at deployed privacy budgets (protocol planner).
 
-Per (dataset, epsilon per record, seed), the mean 2-way TVD, exact on each model, of lopub's planned release
-(``collect(protocol="auto")`` + ``fit``; also on one synthetic sample), of each lopub protocol forced, of the
-issue's baselines (bloom-best-h, one-attribute, pairs-naive), of the same pair reports through lopub's model
-("pairs") and of the central-DP reference, all from :mod:`pipelines.harness.methods`.  ``--report FILES``
-prints the tables and verdicts of saved runs; ``--calm-naive`` runs only the naive and fitted pairs beside the
-planned release (its ``--out`` feeds ``--report``'s ``--naive``).  ``python pipelines/bench_budgets.py --quick``
-runs a tiny grid; the commands and figures: docs/BENCHMARKS.md, "Budgets and protocols".
+Mean 2-way TVD (exact on each model) per dataset, epsilon per record and seed of lopub's planned release, each
+lopub protocol forced, the issue's baselines, the fitted all-pairs baseline and the central reference
+(:mod:`pipelines.harness.methods`); ``--report FILES`` re-prints tables and verdicts of saved runs, ``--calm-naive``
+runs only the pairs baselines beside the planned release (for ``--naive``).  ``python pipelines/bench_budgets.py
+--quick``: a tiny grid.  Commands and figures: docs/BENCHMARKS.md, "Budgets and protocols".
 """
 from __future__ import annotations
 
