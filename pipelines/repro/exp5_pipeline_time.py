@@ -1,21 +1,17 @@
-"""Experiment 5: whole-pipeline time per estimator and f.
+"""Experiment 5: whole-pipeline time per estimator and f (Alg. 1-6, Sec. VI).
 
-Per dataset, sampling and f the records are encoded once (the users' work, timed
-apart); per estimator the server side runs end to end (``fit``: joints, MI,
-graph, junction tree, clique joints; then synthesis, Alg. 6) and the seconds of
-every stage are logged.  Results: docs/RESULTS.md, section 5.
-Run ``python -m pipelines.repro.exp5_pipeline_time --help``.
-
-References
-----------
-Ren et al., "LoPub", IEEE TIFS 2018, Alg. 1-6, Sec. VI.
+Per dataset, sampling and f the records are encoded once (the users' work, timed apart); per
+estimator the server side runs end to end (``fit``: joints, MI, graph, junction tree, clique joints;
+then synthesis, Alg. 6) and the seconds of every stage are logged.  Results: docs/RESULTS.md,
+section 5.  Run ``python -m pipelines.repro.exp5_pipeline_time --help``.
 """
 from __future__ import annotations
 
-import time
-
 import matplotlib.pyplot as plt
-import pandas as pd
+
+from lopub.pipeline.steps import fit
+from lopub.publish.synthesize import sample_codes
+from pipelines.harness.common import timed
 
 from . import runner
 
@@ -23,63 +19,48 @@ NAME = "exp5_pipeline_time"
 KEY = ("dataset", "sampling", "f", "method", "prune")
 
 
-def time_pipeline(reports, method: str, phi: float, seed: int) -> dict:
-    """Fit + synthesize once; seconds per stage and the model size."""
-    from lopub.pipeline.steps import fit
-    from lopub.publish.synthesize import sample_codes
-
-    t0 = time.perf_counter()
-    res = fit(reports, estimator=runner.make_estimator(reports, method), phi=phi, prune=False,
-              release="cliques", structure="phi")  # the paper's release, reproduced
-    model, rep = res.model, res.report.to_dict()
-    t1 = time.perf_counter()
-    sample_codes(model, reports.n, rng=seed)
-    t2 = time.perf_counter()
+def time_pipeline(job: dict, part, reports, encode_seconds: float, seed: int) -> dict:
+    """Fit (the paper's release, no pruning: that is experiment 3) and synthesize once; seconds per
+    stage and the model size."""
+    phi = runner.DATA[job["dataset"]].phi
+    res, fit_sec, _ = timed(lambda: fit(reports, estimator=runner.make_estimator(reports, job["method"]), phi=phi,
+                                        prune=False, release="cliques", structure="phi"))
+    rep = res.report.to_dict()
+    rng = runner.seed_for(seed, "synth", job["dataset"], job["f"], job["method"])
+    _, synth_sec, _ = timed(lambda: sample_codes(res.model, reports.n, rng=rng))
     s = rep["seconds"]
-    return {"fit_seconds": t1 - t0, "synth_seconds": t2 - t1, "total_seconds": t2 - t0,
+    return {**job, "n": part.n, "phi": phi, "encode_seconds": encode_seconds,
+            "fit_seconds": fit_sec, "synth_seconds": synth_sec, "total_seconds": fit_sec + synth_sec,
             "estimation_seconds": s.get("estimation"), "graph_seconds": s.get("graph"),
             "junction_tree_seconds": s.get("junction_tree"), "clique_seconds": s.get("clique_joints"),
             "estimates": rep["estimates"], "pairs_computed": rep["pairs_computed"], "edges": rep["edges"],
-            "cliques": len(rep["cliques"]), "max_clique_cells": max(rep["clique_cells"])}
+            "cliques": len(rep["cliques"]), "max_clique_cells": max(rep["clique_cells"]),
+            "eps_per_record": reports.spec.epsilon}
 
 
-def plot(df: pd.DataFrame, out) -> list:
+def plot(df, out) -> None:
     """One PNG per dataset/sampling: total server time vs f per estimator (log scale)."""
-    paths = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
         runner.curves(ax, g, "method", "f", "total_seconds")
         ax.set(xlabel="f", ylabel="seconds (fit + synthesize)", yscale="log",
                title=f"{name} ({smp}, n={int(g.n.iloc[0])}): whole pipeline")
         ax.legend(fontsize=7)
-        paths.append(runner.save_figure(fig, out / f"pipeline_time_{name}_{smp}.png",
-                                        runner.privacy_caption([name], sorted(g.f.unique()))))
-    return paths
+        runner.save_figure(fig, out / f"pipeline_time_{name}_{smp}.png",
+                           runner.privacy_caption([name], sorted(g.f.unique())))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    p = runner.base_parser(NAME, __doc__.splitlines()[0], methods=runner.METHODS)
-    p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"])
-    args, log = runner.start(p, argv, "pipeline_time.csv", KEY)
-    fs = runner.resolve_fs(args)
-    samplings = ["paper"] if args.quick and args.samplings == ["full"] else args.samplings
+    p = runner.parser(NAME, __doc__)
+    p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"], help="--quick: paper")
+    args, log = runner.start(p, argv, "pipeline_time.csv", KEY, quick={"samplings": ["paper"]})
     if args.redo:
-        log.drop(dataset=args.datasets, sampling=samplings, f=fs, method=args.methods)
-    prog = runner.Progress(len(args.datasets) * len(samplings) * len(fs) * len(args.methods), NAME)
-
-    def jobs(name, smp, f):  # (Alg. 5 pruning: experiment 3)
-        return [{"dataset": name, "sampling": smp, "f": f, "method": m, "prune": False} for m in args.methods]
-
-    for name, smp, f, part, rep, left, enc in runner.blocks(args, log, prog, samplings, fs, jobs):
-        for job in left:
-            m = job["method"]
-            row = {**job, "n": part.n, "phi": runner.DATA[name].phi, "encode_seconds": enc,
-                   **time_pipeline(rep, m, runner.DATA[name].phi, runner.seed_for(args.seed, "synth", name, f, m)),
-                   "eps_per_record": rep.spec.epsilon}
-            log.append(row)
-            prog.step(f"{name} {smp} f={f:g} {m}: {row['total_seconds']:.1f}s ({row['edges']} edges)")
-    return runner.finish(args, fs, log, plot)
+        log.drop(dataset=args.datasets, sampling=args.samplings, f=args.fs, method=args.methods)
+    jobs = [{"dataset": name, "sampling": smp, "f": f, "method": m, "prune": False}
+            for name in args.datasets for smp in args.samplings for f in args.fs for m in args.methods]
+    runner.run(args, log, NAME, jobs, lambda *block: time_pipeline(*block, seed=args.seed))
+    return runner.finish(args, log, plot)
 
 
 if __name__ == "__main__":

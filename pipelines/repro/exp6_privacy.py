@@ -1,28 +1,20 @@
-"""Experiment 6: the privacy each setting gives (epsilon per attribute and per record).
+"""Experiment 6: the privacy each setting gives (epsilon per attribute and per record, Eq. 8).
 
-LoPub Eq. 8 (an attribute's Bloom filter with h hashes and flip probability f is
-2 h ln((2 - f) / f)-LDP; a record sums its attributes), computed from the actual
-``CollectionSpec`` of each dataset and f, written as ``privacy.csv`` and plotted.
+An attribute's Bloom filter with h hashes and flip probability f is 2 h ln((2 - f) / f)-LDP; a record
+sums its attributes.  Computed from the actual ``CollectionSpec`` of each dataset and f, written as
+``privacy.csv`` and plotted.  Results: docs/RESULTS.md, section 6.
 Run ``python -m pipelines.repro.exp6_privacy --help``.
-
-References
-----------
-Ren et al., "LoPub", IEEE TIFS 2018, Eq. 8.
 """
 from __future__ import annotations
 
-import sys
-
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
 
 from . import runner
 
 NAME = "exp6_privacy"
 
 
-def plot(df: pd.DataFrame, out) -> object:
+def plot(df, out) -> None:
     """Epsilon per attribute and per record vs f (log scale)."""
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for name, g in df.groupby("dataset"):
@@ -32,20 +24,14 @@ def plot(df: pd.DataFrame, out) -> object:
     ax.plot(g.f, g.eps_per_attribute, "k^--", label="per attribute (h=4, any dataset)")
     ax.set(xlabel="f", ylabel="epsilon (Eq. 8)", yscale="log", title="Privacy of each setting")
     ax.legend(fontsize=7)
-    return runner.save_figure(fig, out / "privacy.png")
+    runner.save_figure(fig, out / "privacy.png")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    p = runner.base_parser(NAME, __doc__.splitlines()[0])
+    p = runner.parser(NAME, __doc__, methods=False, fs=[i / 10 for i in range(1, 10)])
     args, _ = runner.start(p, argv)
-    fs = runner.resolve_fs(args) if args.fs or args.quick else tuple(np.round(np.arange(0.1, 0.91, 0.1), 2))
-    path = runner.write_privacy(args.out, args.datasets, fs)
-    df = pd.read_csv(path)
-    print(df.to_string(index=False), file=sys.stderr)
-    if not args.no_plot:
-        plot(df, args.out)
-    return 0
+    return runner.finish(args, None, plot)
 
 
 if __name__ == "__main__":

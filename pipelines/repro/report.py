@@ -1,9 +1,7 @@
-"""Build ``docs/RESULTS.md`` from the committed result CSVs (no number is typed by hand).
+"""Build ``docs/RESULTS.md`` from the result CSVs under ``results/`` (no number is typed by hand).
 
-Every table is read from ``results/<experiment>/*.csv``; the headline
-comparisons with the paper are computed here from the same files; the prose
-that interprets them lives in ``pipelines/repro/notes.md`` (:func:`load_notes`).
-
+The tables and the comparisons with the paper are computed from those files; the prose that
+interprets them is ``pipelines/repro/notes.md``, whose ``{name}`` fields :func:`figures` fills in.
 Run ``python -m pipelines.repro.report`` after the experiments.
 """
 from __future__ import annotations
@@ -11,8 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -32,15 +30,14 @@ def load_notes(path: Path = NOTES) -> dict[str, str]:
 
 
 def md_table(df: pd.DataFrame, digits: int = 3) -> str:
-    """A GitHub markdown table (floats rounded to ``digits``)."""
+    """A GitHub markdown table (floats rounded to ``digits``, trailing zeros dropped)."""
     def cell(v):
-        if isinstance(v, (float, np.floating)):
-            return "" if np.isnan(v) else f"{v:.{digits}f}".rstrip("0").rstrip(".") if abs(v) < 1e4 else f"{v:.3g}"
-        return str(v)
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
-    return "\n".join(lines)
+        if not isinstance(v, (float, np.floating)):
+            return str(v)
+        return "" if np.isnan(v) else f"{v:.{digits}f}".rstrip("0").rstrip(".") if abs(v) < 1e4 else f"{v:.3g}"
+
+    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "|".join("---" for _ in df.columns) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(map(cell, r)) + " |" for r in df.itertuples(index=False)])
 
 
 def _read(res: Path, exp: str, name: str) -> pd.DataFrame | None:
@@ -50,17 +47,8 @@ def _read(res: Path, exp: str, name: str) -> pd.DataFrame | None:
 
 def _img(res: Path, exp: str, png: str) -> str:
     p = res / exp / png
-    if not p.exists():
-        return f"*(plot {png} not generated)*"
-    return f"![{png}]({Path(os.path.relpath(p, DOCS.parent)).as_posix()})"
-
-
-def _commands(res: Path, exp: str) -> str:
-    p = res / exp / "COMMANDS.txt"
-    if not p.exists():
-        return "*(no committed run)*"
-    return ("Runs behind these numbers (from `COMMANDS.txt`; a later line whose rows were all in the "
-            "log recomputed nothing and only redrew the plots):\n\n```\n" + p.read_text().strip() + "\n```")
+    return f"![{png}]({Path(os.path.relpath(p, DOCS.parent)).as_posix()})" if p.exists() else \
+        f"*(plot {png} not generated)*"
 
 
 def section(exp: str, csv: str, intro: str | None = None, discussion: str | None = None):
@@ -72,10 +60,13 @@ def section(exp: str, csv: str, intro: str | None = None, discussion: str | None
             if df is None:
                 return "*(not run)*"
             parts = [getattr(T, intro)] if intro else []
-            parts += body(res, df, T)
-            if discussion:
-                parts.append(getattr(T, discussion))
-            return "\n\n".join(parts + ([_commands(res, exp)] if intro else []))
+            parts += body(res, df, T) + ([getattr(T, discussion)] if discussion else [])
+            cmds = res / exp / "COMMANDS.txt"
+            if intro:
+                parts.append("Runs behind these numbers (from `COMMANDS.txt`; a later line whose rows were all "
+                             "in the log recomputed nothing and only redrew the plots):\n\n```\n"
+                             + cmds.read_text().strip() + "\n```" if cmds.exists() else "*(no committed run)*")
+            return "\n\n".join(parts)
         return build
     return wrap
 
@@ -91,23 +82,21 @@ def privacy_section(res: Path, df, T) -> list:
 def exp1_headline(s: pd.DataFrame) -> dict:
     """Retail EM/Lasso AVD at the largest f, and EM/Lasso time ratios."""
     out = {}
-    r = s[(s.dataset == "retail") & (s.f == s.f.max())]
-    for (smp, k), g in r.groupby(["sampling", "k"]):
+    for (smp, k), g in s[(s.dataset == "retail") & (s.f == s.f.max())].groupby(["sampling", "k"]):
         for m in ("em", "lasso"):
             v = g[g.method == m].avd_mean
             out[f"retail_{m}_{smp}_k{k}"] = float(v.iloc[0]) if len(v) else np.nan
     piv = s.pivot_table(index=["dataset", "sampling", "k", "f"], columns="method", values="seconds_median")
     if {"em", "lasso"} <= set(piv.columns):
         ratio = piv.em / piv.lasso
-        out["time_ratio_median"] = float(ratio.median())
-        out["time_ratio_min"] = float(ratio.min())
-        out["time_ratio_max"] = float(ratio.max())
+        out.update(time_ratio_median=ratio.median(), time_ratio_min=ratio.min(), time_ratio_max=ratio.max())
     return out
 
 
 @section("exp1_estimation", "summary.csv", "EXP1_INTRO")
 def exp1_section(res: Path, s, T) -> list:
     h = exp1_headline(s)
+
     def ours(m: str) -> str:
         return ", ".join(f"k={key.rsplit('_k', 1)[1]} ({key.split('_')[2]} sampling): {v:.3f}"
                          for key, v in h.items() if key.startswith(f"retail_{m}_") and not np.isnan(v))
@@ -122,11 +111,10 @@ def exp1_section(res: Path, s, T) -> list:
     for (name, k), g in s.groupby(["dataset", "k"]):
         parts.append(f"#### {name}, k = {k}")
         for smp, gg in g.groupby("sampling", sort=False):
-            sub = int(gg.subsets.min())
-            a = gg.assign(cell=[f"{m:.4f} ± {sd:.4f}" if not np.isnan(sd) else f"{m:.4f}"
-                                for m, sd in zip(gg.avd_mean, gg.avd_std)])
-            t = a.pivot(index="f", columns="method", values="cell").reset_index()
-            parts.append(f"AVD, {smp} sampling (n = {int(gg.n.iloc[0])}, {sub} random attribute "
+            cells = [f"{m:.4f} ± {sd:.4f}" if not np.isnan(sd) else f"{m:.4f}"
+                     for m, sd in zip(gg.avd_mean, gg.avd_std)]
+            t = gg.assign(cell=cells).pivot(index="f", columns="method", values="cell").reset_index()
+            parts.append(f"AVD, {smp} sampling (n = {int(gg.n.iloc[0])}, {int(gg.subsets.min())} random attribute "
                          f"subsets; mean ± sd):\n\n" + md_table(t))
             t = gg.pivot(index="f", columns="method", values="seconds_median").reset_index()
             parts.append(f"Median seconds per marginal, {smp} sampling:\n\n" + md_table(t, 4))
@@ -157,13 +145,10 @@ def exp3_section(res: Path, df, T) -> list:
             cols += ["paper_deps_without", "paper_deps_with", "paper_pairs_with"]
         if not (smp == "full" and src == "data"):
             g = g[g.rounding == "ceil"]  # floor only for the reference table (pair counts)
-        t = g.sort_values(["rounding", "phi"])[cols]
         label = "MI of the true data" if src == "data" else f"MI of {src} estimates, f = {f:g}"
         parts.append(f"#### {name}, {smp} records (n = {int(g.n.iloc[0])}): {label}\n\n"
-                     + md_table(t.astype(object)))
-    for name in df.dataset.unique():
-        parts.append(_img(res, "exp3_pruning", f"pruning_{name}.png"))
-    return parts
+                     + md_table(g.sort_values(["rounding", "phi"])[cols].astype(object)))
+    return parts + [_img(res, "exp3_pruning", f"pruning_{name}.png") for name in df.dataset.unique()]
 
 
 @section("exp4_classification", "classification.csv", "EXP4_INTRO", "EXP4_DISCUSSION")
@@ -172,20 +157,17 @@ def exp4_section(res: Path, df, T) -> list:
     for name, g in df.groupby("dataset"):
         base = g[g.f == 0]
         bt = base.pivot(index="release", columns="classifier", values="mean_accuracy").reset_index()
-        wt = base[base.classifier == "rf"][["release", "worst_accuracy"]].rename(
-            columns={"worst_accuracy": "rf worst"})
+        wt = base[base.classifier == "rf"][["release", "worst_accuracy"]].rename(columns={"worst_accuracy": "rf worst"})
         parts.append(f"#### {name} (train n = {int(g.n_train.iloc[0])})\n\nBaselines (mean accuracy "
                      "over targets):\n\n" + md_table(bt.merge(wt, on="release")))
-        syn = g[g.f > 0]
         for clf, label in (("rf", "Random forest, mean over all attributes (worst attribute)"),
                            ("svm", "SVM, mean over binary attributes")):
-            h = syn[syn.classifier == clf]
-            if h.empty:
-                continue
-            cell = [f"{m:.3f} ({w:.3f})" if clf == "rf" else f"{m:.3f}"
-                    for m, w in zip(h.mean_accuracy, h.worst_accuracy)]
-            t = h.assign(cell=cell).pivot(index="f", columns="release", values="cell").reset_index()
-            parts.append(f"{label}, trained on the synthetic release:\n\n" + md_table(t))
+            h = g[(g.f > 0) & (g.classifier == clf)]
+            if len(h):
+                cell = [f"{m:.3f} ({w:.3f})" if clf == "rf" else f"{m:.3f}"
+                        for m, w in zip(h.mean_accuracy, h.worst_accuracy)]
+                t = h.assign(cell=cell).pivot(index="f", columns="release", values="cell").reset_index()
+                parts.append(f"{label}, trained on the synthetic release:\n\n" + md_table(t))
         parts.append(_img(res, "exp4_classification", f"classification_{name}.png"))
     return parts
 
@@ -195,11 +177,10 @@ def exp5_section(res: Path, df, T) -> list:
     parts = []
     for (name, smp), g in df.groupby(["dataset", "sampling"]):
         t = g.pivot_table(index="f", columns="method", values="total_seconds").reset_index()
-        fmax = g.f.max()
-        e = g[g.f == fmax][["method", "estimation_seconds", "graph_seconds", "clique_seconds",
-                            "synth_seconds", "edges", "max_clique_cells"]]
+        e = g[g.f == g.f.max()][["method", "estimation_seconds", "graph_seconds", "clique_seconds",
+                                 "synth_seconds", "edges", "max_clique_cells"]]
         parts.append(f"#### {name} ({smp}, n = {int(g.n.iloc[0])})\n\nSeconds, fit + synthesis:\n\n"
-                     + md_table(t, 2) + f"\n\nBy stage at f = {fmax:g} (estimation = graph + clique "
+                     + md_table(t, 2) + f"\n\nBy stage at f = {g.f.max():g} (estimation = graph + clique "
                      "joints; edges of the dependency graph; largest clique in cells):\n\n"
                      + md_table(e.astype(object), 2))
         parts.append(_img(res, "exp5_pipeline_time", f"pipeline_time_{name}_{smp}.png"))
@@ -213,15 +194,6 @@ class _Figures(dict):
         return "n/a"
 
 
-def _pick(df: pd.DataFrame | None, col: str, **where) -> float:
-    if df is None:
-        return np.nan
-    m = np.ones(len(df), dtype=bool)
-    for k, v in where.items():
-        m &= (df[k] == v).to_numpy()
-    return float(df.loc[m, col].mean()) if m.any() else np.nan
-
-
 def figures(res: Path) -> _Figures:
     """Every number the prose quotes, computed from the result files."""
     out = _Figures()
@@ -230,43 +202,42 @@ def figures(res: Path) -> _Figures:
         if value is not None and not (isinstance(value, float) and np.isnan(value)):
             out[name] = (fmt or ("{:.4f}" if abs(value) < 0.01 else "{:.3f}")).format(value)
 
+    def tenths(x) -> int:
+        return round(float(x) * 10)
+
     s = _read(res, "exp1_estimation", "summary.csv")
-    for r in s.itertuples() if s is not None else ():  # one row per configuration
-        put(f"avd_{r.dataset}_{r.sampling}_k{r.k}_{r.method.replace('+', '')}_{int(r.f * 10)}", r.avd_mean)
-    for k in (3, 5):  # the paper's ~0.28 for EM on retail at f = 0.9
-        put(f"paper_over_em_retail_k{k}", 0.28 / _pick(s, "avd_mean", dataset="retail", sampling="paper",
-                                                        k=k, method="em", f=0.9), "{:.1f}")
     if s is not None:
-        h = exp1_headline(s)
-        for k in ("time_ratio_median", "time_ratio_min", "time_ratio_max"):
-            put(k, h.get(k, np.nan), "{:.0f}")
+        for r in s.itertuples():  # one row per configuration
+            put(f"avd_{r.dataset}_{r.sampling}_k{r.k}_{r.method.replace('+', '')}_{int(r.f * 10)}", r.avd_mean)
+        for k in (3, 5):  # the paper's ~0.28 for EM on retail at f = 0.9
+            em = s[(s.dataset == "retail") & (s.sampling == "paper") & (s.k == k) & (s.method == "em") & (s.f == 0.9)]
+            put(f"paper_over_em_retail_k{k}", 0.28 / em.avd_mean.mean() if len(em) else np.nan, "{:.1f}")
+        for key, v in exp1_headline(s).items():
+            if key.startswith("time_ratio"):
+                put(key, float(v), "{:.0f}")
     p = _read(res, "exp3_pruning", "pruning.csv")
     if p is not None:
         for r in p[p.rounding == "ceil"].itertuples():
-            base = f"{r.dataset}_{r.sampling}_{r.source}_{int(round(r.f * 10))}_{int(round(r.phi * 10))}"
-            out["deps_without_" + base] = str(r.deps_without)
-            out["deps_with_" + base] = str(r.deps_with)
+            base = f"{r.dataset}_{r.sampling}_{r.source}_{tenths(r.f)}_{tenths(r.phi)}"
+            out["deps_without_" + base], out["deps_with_" + base] = str(r.deps_without), str(r.deps_with)
         ref = p[(p.sampling == "full") & (p.source == "data")]
         for ds, g in ref[ref.rounding == "ceil"].groupby("dataset"):
             w = g.loc[g.lost_by_pruning.idxmax()]
             out[f"maxlost_{ds}"], out[f"maxlost_phi_{ds}"] = str(w.lost_by_pruning), f"{w.phi:g}"
-            if "lost_edges" in g:
-                out[f"maxlost_edges_{ds}"] = str(w.lost_edges).replace(";", ", ")
+            out[f"maxlost_edges_{ds}"] = str(w.lost_edges).replace(";", ", ")
         for ds, g in ref.groupby("dataset"):
             saved = g.pairs_without - g.pairs_with
             out[f"saved_min_{ds}"], out[f"saved_max_{ds}"] = str(saved.min()), str(saved.max())
     c2 = _read(res, "exp2_correlation", "correlation.csv")
-    if c2 is not None:
-        for r in c2[c2.sampling == "full"].itertuples():
-            tag = f"{r.dataset}_{r.method.replace('+', '')}_{int(round(r.f * 10))}"
-            put("acc2_" + tag, r.accuracy)
-            out["added2_" + tag], out["lost2_" + tag] = str(r.added), str(r.lost)
-            out[f"true_edges_{r.dataset}"] = str(r.true_edges)
+    for r in c2[c2.sampling == "full"].itertuples() if c2 is not None else ():
+        tag = f"{r.dataset}_{r.method.replace('+', '')}_{tenths(r.f)}"
+        put("acc2_" + tag, r.accuracy)
+        out["added2_" + tag], out["lost2_" + tag] = str(r.added), str(r.lost)
+        out[f"true_edges_{r.dataset}"] = str(r.true_edges)
     t5 = _read(res, "exp5_pipeline_time", "pipeline_time.csv")
     if t5 is not None:
         for r in t5.itertuples():
-            put(f"t5_{r.dataset}_{r.sampling}_{r.method.replace('+', '')}_{int(round(r.f * 10))}",
-                r.total_seconds, "{:.1f}")
+            put(f"t5_{r.dataset}_{r.sampling}_{r.method.replace('+', '')}_{tenths(r.f)}", r.total_seconds, "{:.1f}")
         piv = t5.pivot_table(index=["dataset", "sampling", "f"], columns="method", values="total_seconds")
         if {"em", "lasso"} <= set(piv.columns):
             ratio = (piv.em / piv.lasso).dropna()
@@ -277,25 +248,16 @@ def figures(res: Path) -> _Figures:
     c = _read(res, "exp4_classification", "classification.csv")
     if c is not None:
         for (ds, rel, clf), g in c.groupby(["dataset", "release", "classifier"]):
-            tag = f"{ds}_{rel.replace('+', '')}_{clf}"
-            put("acc_" + tag, g.mean_accuracy.mean())
-            put("accmin_" + tag, g.mean_accuracy.min())
-            put("worst_" + tag, g.worst_accuracy.min())
-        for r in c[(c.classifier == "rf") & (c.f > 0)].itertuples():
-            if str(r.fit_seconds) not in ("", "nan"):
-                put(f"fit4_{r.dataset}_{r.release.replace('+', '')}_{int(round(r.f * 10))}",
-                    float(r.fit_seconds), "{:.0f}")
+            put(f"acc_{ds}_{rel.replace('+', '')}_{clf}", g.mean_accuracy.mean())
+            put(f"worst_{ds}_{rel.replace('+', '')}_{clf}", g.worst_accuracy.min())
         syn = c[(c.f > 0) & (c.release != "independent") & (c.classifier == "rf")]
         for ds, g in syn.groupby("dataset"):
-            w = g.loc[g.mean_accuracy.idxmin()]
-            put(f"rfmin_{ds}", w.mean_accuracy)
-            out[f"rfmin_at_{ds}"] = f"{w.release}, f = {w.f:g}"
             put(f"rfworst_{ds}", g.worst_accuracy.min())
-            b = g[g.release.isin(["em", "lasso+em", "hybrid"])]
-            if len(b):
-                w = b.loc[b.mean_accuracy.idxmin()]
-                put(f"rfmin_nolasso_{ds}", w.mean_accuracy)
-                out[f"rfmin_nolasso_at_{ds}"] = f"{w.release}, f = {w.f:g}"
+            for tag, h in (("", g), ("_nolasso", g[g.release.isin(["em", "lasso+em", "hybrid"])])):
+                if len(h):
+                    w = h.loc[h.mean_accuracy.idxmin()]
+                    put(f"rfmin{tag}_{ds}", w.mean_accuracy)
+                    out[f"rfmin{tag}_at_{ds}"] = f"{w.release}, f = {w.f:g}"
     return out
 
 
