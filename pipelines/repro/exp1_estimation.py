@@ -57,14 +57,10 @@ def plot(s, out) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    p = runner.parser(NAME, __doc__)
-    p.add_argument("--subsets", type=int, default=100, help="random attribute subsets per (dataset, k); --quick: 2")
-    p.add_argument("--samplings", nargs="+", default=["paper", "full"], choices=["paper", "full"],
-                   help="--quick: paper")
+    p = runner.parser(NAME, __doc__, samplings=["paper", "full"])
+    p.add_argument("--subsets", type=int, default=100, help="random attribute subsets per (dataset, k)")
     p.add_argument("--ks", nargs="+", type=int, default=None, help="override k (default: Adult 2 3, retail 3 5)")
     args, log = runner.start(p, argv, "estimation.csv", KEY, quick={"subsets": 2, "samplings": ["paper"]})
-    if args.redo:
-        log.drop(dataset=args.datasets, sampling=args.samplings, f=args.fs, method=args.methods)
     jobs = [{"dataset": name, "sampling": smp, "k": k, "f": f, "method": m, "subset": i}
             for name in args.datasets for smp in args.samplings for f in args.fs
             for k in args.ks or runner.DATA[name].ks for i in range(args.subsets) for m in args.methods]

@@ -52,12 +52,8 @@ def plot(df, out) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    p = runner.parser(NAME, __doc__)
-    p.add_argument("--samplings", nargs="+", default=["full"], choices=["paper", "full"],
-                   help="all records ('full') or the paper's share ('paper'); --quick: paper")
+    p = runner.parser(NAME, __doc__, samplings=["full"])
     args, log = runner.start(p, argv, "correlation.csv", KEY, quick={"samplings": ["paper"]})
-    if args.redo:
-        log.drop(dataset=args.datasets, sampling=args.samplings, f=args.fs, method=args.methods)
     jobs = [{"dataset": name, "sampling": smp, "f": f, "method": m}
             for name in args.datasets for smp in args.samplings for f in args.fs for m in args.methods]
     truths: dict = {}

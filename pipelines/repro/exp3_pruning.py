@@ -84,11 +84,9 @@ def plot(df, out) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    p = runner.parser(NAME, __doc__, methods=False, fs=(0.5, 0.9))
+    p = runner.parser(NAME, __doc__, methods=False, fs=(0.5, 0.9), samplings=["full", "paper"])
     p.add_argument("--sources", nargs="+", default=["data", "em"],
-                   help="'data' (MI of the true data) and/or estimator names (MI of LDP estimates); --quick: data")
-    p.add_argument("--samplings", nargs="+", default=["full", "paper"], choices=["full", "paper"],
-                   help="all records and/or the paper's sampling (10%% Adult, 50%% retail); --quick: full")
+                   help="'data' (MI of the true data) and/or estimator names (MI of LDP estimates)")
     args, log = runner.start(p, argv, "pruning.csv", KEY, quick={"sources": ["data"], "samplings": ["full"]})
     jobs = [{"dataset": name, "sampling": smp, "source": src, "f": f, "phi": phi, "rounding": rnd}
             for name in args.datasets for smp in args.samplings for src in args.sources

@@ -63,20 +63,24 @@ METHODS = {
 }
 
 
-def parser(name: str, doc: str, *, methods: bool = True, fs: Sequence[float] = FS) -> argparse.ArgumentParser:
-    """The options every experiment takes; output in ``results/<name>``."""
+def parser(name: str, doc: str, *, methods: bool = True, fs: Sequence[float] = FS,
+           samplings: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The options of an experiment (``--samplings`` if it has default ``samplings``); output in ``results/<name>``."""
     p = argparse.ArgumentParser(prog=f"python -m pipelines.repro.{name}", description=doc.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="a smoke run of a few minutes (f = 0.5, few subsets)")
+    p.add_argument("--quick", action="store_true", help="a smoke run of a few minutes (f = 0.5 and a smaller grid)")
     p.add_argument("--out", type=Path, default=RESULTS / name, help="output folder")
     p.add_argument("--seed", type=int, default=0, help="base seed; every configuration derives its own")
     p.add_argument("--datasets", nargs="+", default=["adult", "retail"], choices=sorted(DATA))
     p.add_argument("--fs", nargs="+", type=float, default=list(fs), help="flip probabilities f")
     if methods:
         p.add_argument("--methods", nargs="+", default=list(METHODS), help="estimator names")
+    if samplings:
+        p.add_argument("--samplings", nargs="+", default=list(samplings), choices=["paper", "full"],
+                       help="all records ('full') and/or the paper's share ('paper': 10%% of Adult, 50%% of retail)")
     p.add_argument("--rows", type=int, help="a seeded random sample of this many records (tests / smoke runs)")
     p.add_argument("--fresh", action="store_true", help="discard the existing log and start over")
-    p.add_argument("--redo", action="store_true", help="recompute the logged rows of this run's datasets, f, methods")
+    p.add_argument("--redo", action="store_true", help="recompute this run's configurations that are already logged")
     p.add_argument("--no-plot", action="store_true", help="only write the CSV log")
     return p
 
@@ -112,9 +116,11 @@ def progress(name: str, total: int):
 
 
 def run(args: argparse.Namespace, log: ResultLog, name: str, jobs: list[dict], row) -> None:
-    """Log ``row(job, records, reports, encode_seconds)`` for each of ``jobs`` not yet logged, in order:
-    the records of its ``dataset`` and ``sampling`` (:func:`paper_sample`), encoded at its ``f`` (f = 0:
-    no reports) with the seed ``seed_for(seed, "encode", dataset, sampling, f)``."""
+    """Log ``row(job, records, reports, encode_seconds)`` for each of ``jobs`` not yet logged (``--redo``: all
+    of them), in order: the records of its ``dataset`` and ``sampling`` (:func:`paper_sample`), encoded at its
+    ``f`` (f = 0: no reports) with the seed ``seed_for(seed, "encode", dataset, sampling, f)``."""
+    if args.redo:
+        log.drop(**{column: {job[column] for job in jobs} for column in log.key})
     todo = [job for job in jobs if not log.done(**job)]
     step, data, block = progress(name, len(todo)), {}, (None, None, 0.0)
     for job in todo:
