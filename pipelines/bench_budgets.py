@@ -123,7 +123,7 @@ def by_cell(rows: list[dict]) -> list[tuple[tuple, list[dict]]]:
 
 
 def _means(cell: list[dict], keys, part: str | None = None) -> dict:
-    """Seed means of ``r[part][key]["tvd_model"]`` (``r[key]``... without ``part``) of the keys every row has."""
+    """Seed means of ``r[part][key]["tvd_model"]`` (``r[key][...]`` without part) for keys every row has."""
     vals = {k: [(r[part] if part else r).get(k, {}).get("tvd_model") for r in cell] for k in keys}
     return {k: float(np.mean(v)) for k, v in vals.items() if None not in v}
 
