@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from pipelines.harness import datasets, tables
 from pipelines.harness import methods as hm
-from pipelines.harness.common import floats, ints, md_table, names, timed
+from pipelines.harness.common import floats, ints, md_table, names, timed, write_json
 
 OWN = ("marginals", "one-attribute", "bloom")
 ISSUE_BASELINES = ("bloom-best-h", "one-attribute", "pairs-naive")  # the issue's targets are against these
@@ -262,12 +262,6 @@ def naive_means(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _write(path, **obj) -> None:
-    from lopub.io import atomic_write_text
-
-    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
-
-
 def report(a) -> tuple[list[dict], list[dict]]:
     """Rows and timings of the ``--report`` files: cells named by ``--only`` from their file alone, only the
     ``--datasets`` / ``--epsilons`` given, the naive pairs filled from the ``--naive`` files."""
@@ -307,8 +301,8 @@ def run(a) -> tuple[list[dict], list[dict]]:
                 else:
                     bloom = a.skip_bloom_above is None or data.n <= a.skip_bloom_above
                     rows.append(run_cell(data, ds, eps, seed, bloom=bloom))
-                    _write(a.out, rows=rows, timings=timings, verdicts=None, cpus=os.cpu_count(),
-                           load=os.getloadavg())
+                    write_json(a.out, {"rows": rows, "timings": timings, "verdicts": None, "cpus": os.cpu_count(),
+                                       "load": os.getloadavg()})
                 print(json.dumps(rows[-1]), flush=True)
     return rows, timings
 
@@ -332,17 +326,18 @@ def main(argv=None) -> int:
     rows, timings = report(a) if a.report else run(a)
     if a.calm_naive and not a.report:
         print(json.dumps(naive_means(rows), indent=2))
-        _write(a.out, rows=rows, means=naive_means(rows))
+        write_json(a.out, {"rows": rows, "means": naive_means(rows)})
         return 0
     v = verdicts(rows, timings)  # scores every row (score_row) for the table too
     print(mean_table(rows))
     print(json.dumps({"verdicts": v}, indent=2))
     if not a.report:
-        _write(a.out, rows=rows, timings=timings, verdicts=v, cpus=os.cpu_count(), load=os.getloadavg())
+        write_json(a.out, {"rows": rows, "timings": timings, "verdicts": v, "cpus": os.cpu_count(),
+                           "load": os.getloadavg()})
         print(f"written {a.out}")
     elif a.save:
-        _write(a.save, rows=rows, timings=timings, verdicts=v, sources={"report": a.report, "naive": a.naive,
-                                                                       "only": a.only})
+        write_json(a.save, {"rows": rows, "timings": timings, "verdicts": v,
+                            "sources": {"report": a.report, "naive": a.naive, "only": a.only}})
     return 0
 
 

@@ -71,11 +71,11 @@ def quiet_fit(reports=None, **kw):
 
 
 def write_json(path, obj) -> Path:
-    """``obj`` as indented JSON at ``path``, written atomically."""
+    """``obj`` as JSON indented by 2 (as the saved runs in docs/ are) at ``path``, written atomically."""
     from lopub.io import atomic_write_text
 
     path = Path(path)
-    atomic_write_text(path, json.dumps(obj, indent=1, default=str) + "\n")
+    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
     return path
 
 
