@@ -1,9 +1,8 @@
 """Experiment 3: dependencies found and pairs computed with and without pruning (Alg. 4, 5; Tables VII-IX).
 
-Per dataset and phi the dependency graph is built from all pairs and from the pairs Alg. 5 selects
-(k = ceil and floor(d (1 - phi)); ceil matches the paper's pair counts), with the MI of the true data
-(``--sources data``) and/or of LDP estimates (reports at each ``--fs``); the paper's Table VII (Adult)
-is logged beside.  Results: docs/RESULTS.md, section 3.  Run ``python -m pipelines.repro.exp3_pruning --help``.
+The dependency graph from all pairs and from the pairs Alg. 5 selects (k = ceil or floor(d (1 - phi))), with
+the MI of the true data and/or of LDP estimates, beside the paper's Table VII (Adult).
+Results: docs/RESULTS.md, section 3.  Run ``python -m pipelines.repro.exp3_pruning --help``.
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Experiment 4: classification on the synthetic release (ML efficacy; Alg. 4-6, Sec. VI-D).
 
-The training split is encoded, a LoPub model fitted and a release of the training split's size
-sampled; a linear SVM (each binary attribute) and a random forest (every attribute) trained on it
-are tested on the real test split, beside the real training data, the independence release, the
-majority class and random guessing.  Nothing is tuned.  Splits: ``runner.train_test``.
+A linear SVM (binary targets) and a random forest (every attribute), trained on a release fitted to the
+encoded training split, are tested on the real test split, beside baselines.  Nothing is tuned.
 Results: docs/RESULTS.md, section 4.  Run ``python -m pipelines.repro.exp4_classification --help``.
 """
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Experiment 5: whole-pipeline time per estimator and f (Alg. 1-6, Sec. VI).
 
-Per dataset, sampling and f the records are encoded once (the users' work, timed apart); per
-estimator the server side runs end to end (``fit``: joints, MI, graph, junction tree, clique joints;
-then synthesis, Alg. 6) and the seconds of every stage are logged.  Results: docs/RESULTS.md,
-section 5.  Run ``python -m pipelines.repro.exp5_pipeline_time --help``.
+Per dataset, sampling, f and estimator the server side runs end to end (``fit``, then synthesis) and the
+seconds of every stage are logged.  Results: docs/RESULTS.md, section 5.
+Run ``python -m pipelines.repro.exp5_pipeline_time --help``.
 """
 from __future__ import annotations
 

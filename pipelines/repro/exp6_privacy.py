@@ -1,9 +1,7 @@
 """Experiment 6: the privacy each setting gives (epsilon per attribute and per record, Eq. 8).
 
-An attribute's Bloom filter with h hashes and flip probability f is 2 h ln((2 - f) / f)-LDP; a record
-sums its attributes.  Computed from the actual ``CollectionSpec`` of each dataset and f, written as
-``privacy.csv`` and plotted.  Results: docs/RESULTS.md, section 6.
-Run ``python -m pipelines.repro.exp6_privacy --help``.
+From the ``CollectionSpec`` of each dataset and f (an attribute costs 2 h ln((2 - f) / f)).
+Results: docs/RESULTS.md, section 6.  Run ``python -m pipelines.repro.exp6_privacy --help``.
 """
 from __future__ import annotations
 

@@ -47,8 +47,9 @@ def _read(res: Path, exp: str, name: str) -> pd.DataFrame | None:
 
 def _img(res: Path, exp: str, png: str) -> str:
     p = res / exp / png
-    return f"![{png}]({Path(os.path.relpath(p, DOCS.parent)).as_posix()})" if p.exists() else \
-        f"*(plot {png} not generated)*"
+    if not p.exists():
+        return f"*(plot {png} not generated)*"
+    return f"![{png}]({Path(os.path.relpath(p, DOCS.parent)).as_posix()})"
 
 
 def section(exp: str, csv: str, intro: str | None = None, discussion: str | None = None):

@@ -221,12 +221,11 @@ def load_data(name: str, *, rows: int | None = None, seed: int = 0):
     from lopub.datasets import embedded, load_adult, load_retail
 
     loaders = {"adult": load_adult, "retail": load_retail, "embedded": lambda: embedded(rows or 4000, rng=SPLIT_SEED)}
-    if name not in loaders:
-        raise ValueError(f"dataset ({name!r}) must be one of {sorted(DATA)}")
     return _take(loaders[name](), rows, seed_for(seed, "rows", name))
 
 
 def _take(ds, rows: int | None, seed: int):
+    """A seeded random sample of ``rows`` records in their order (all of them: ``rows`` None or too many)."""
     if rows is None or rows >= ds.n:
         return ds
     return ds.subset(np.sort(np.random.default_rng(seed).choice(ds.n, int(rows), replace=False)))
@@ -250,10 +249,8 @@ def paper_sample(ds, name: str, sampling: str, seed: int):
     """``sampling="paper"``: the paper's share of records (10% Adult, 50% retail); ``"full"``: all."""
     if sampling not in ("paper", "full"):
         raise ValueError(f"sampling ({sampling!r}) must be 'paper' or 'full'")
-    if sampling == "full":
-        return ds
-    n = max(1, round(DATA[name].sample * ds.n))
-    return ds.subset(np.sort(np.random.default_rng(seed_for(seed, "sample", name)).choice(ds.n, n, replace=False)))
+    n = ds.n if sampling == "full" else max(1, round(DATA[name].sample * ds.n))
+    return _take(ds, n, seed_for(seed, "sample", name))
 
 
 def make_estimator(reports, method: str):
