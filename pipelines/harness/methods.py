@@ -285,7 +285,8 @@ METHODS = {
     "central": central,
     "central-tables": central_tables,
 }
-ROLES = {"planned": "lopub", "planned-no-shrink": "lopub", "marginals": "lopub", "one-attribute-own": "lopub", "bloom-own": "lopub",
+ROLES = {"planned": "lopub", "planned-no-shrink": "lopub", "marginals": "lopub", "one-attribute-own": "lopub",
+         "bloom-own": "lopub",
          "one-attribute": "baseline", "pairs-naive": "baseline", "pairs-fitted": "baseline",
          "bloom-best-h": "baseline", "central": "reference", "central-tables": "reference"}
 
