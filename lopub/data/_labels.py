@@ -62,6 +62,17 @@ def date_days(col: pd.Series, name: str) -> np.ndarray:
     return (stamps - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)
 
 
+def date_kind(days: np.ndarray) -> str:
+    """"datetime" when some value has a time of day (a release then gives times back), else "date"."""
+    return "datetime" if np.any(days != np.floor(days)) else "date"
+
+
+def date_label(days: float, unit: str) -> str:
+    """Days since 1970-01-01 as a date (``unit`` "D") or a date and time to the minute ("min")."""
+    t = (pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(days))).floor(unit)
+    return str(t.date()) if unit == "D" else t.strftime("%Y-%m-%d %H:%M")
+
+
 #: a number written with a decimal comma ("1,5", "-0,25", "12"), as in a European export
 _DECIMAL_COMMA = r"[+-]?(?:\d+(?:,\d*)?|,\d+)"
 #: a number written with "," thousands separators ("123,456", "1,234.5"), or a plain one

@@ -51,7 +51,8 @@ import numpy as np
 import pandas as pd
 
 from lopub._util import check_int
-from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, _numbers, date_days, respelled_numbers
+from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, _numbers, date_days, date_kind,
+                                date_label, respelled_numbers)
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
 from lopub.data.schema_report import ColumnDecision, SchemaReport
@@ -268,7 +269,7 @@ def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.nda
         return "boolean", None, missing
     if pd.api.types.is_datetime64_any_dtype(raw):
         days = date_days(raw[~missing], str(raw.name))
-        return _date_kind(days), days, missing
+        return date_kind(days), days, missing
     if pd.api.types.is_numeric_dtype(raw):
         x = raw.to_numpy(dtype=float)
         missing = missing | ~np.isfinite(x)
@@ -288,13 +289,8 @@ def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.nda
         except DomainError:
             pass
         else:
-            return _date_kind(days), days, missing
+            return date_kind(days), days, missing
     return "text", None, missing
-
-
-def _date_kind(days: np.ndarray) -> str:
-    """"datetime" when some value has a time of day (a release then gives times back), else "date"."""
-    return "datetime" if np.any(days != np.floor(days)) else "date"
 
 
 def _case_note(cats: tuple[str, ...]) -> list[str]:
@@ -388,17 +384,12 @@ def _bin_labels(b: Binning, kind: str) -> tuple[str, ...]:
     if kind not in ("date", "datetime"):
         return b.labels
     for unit in ("D", "min"):
-        out = [_when(lo, unit) if lo == hi else f"[{_when(lo, unit)}, {_when(hi, unit)}{']' if closed else ')'}"
+        out = [date_label(lo, unit) if lo == hi
+               else f"[{date_label(lo, unit)}, {date_label(hi, unit)}{']' if closed else ')'}"
                for lo, hi, closed in b.bounds()]
         if len(set(out)) == len(out):
             return tuple(out)
     return b.labels
-
-
-def _when(days: float, unit: str) -> str:
-    """Days since 1970-01-01 as a date (``unit`` "D") or a date and time to the minute ("min")."""
-    t = (pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(days))).floor(unit)
-    return str(t.date()) if unit == "D" else t.strftime("%Y-%m-%d %H:%M")
 
 
 def _check_cover(b: Binning, values: np.ndarray, name: str) -> None:
