@@ -51,6 +51,25 @@ def docs(files):
 
 
 # the schemas themselves ----------------------------------------------------------------
+def test_domain_schema_lists_every_kind_a_domain_accepts():
+    """The JSON Schema's ``kind`` enum is the domain's KINDS (it lacked "datetime" when the kind came)."""
+    from lopub.data.domain import KINDS, Attribute
+
+    enums = [v["enum"] for v in _walk(formats.schema("domain")) if isinstance(v, dict) and "enum" in v
+             and "date" in v["enum"]]
+    assert enums == [[*KINDS, None]]
+    doc = Domain((Attribute("t", ("2024-01-01 08:00:00",), None, "datetime"),)).to_dict()
+    jsonschema.validate(doc, formats.schema("domain"))
+
+
+def _walk(node):
+    """Every dict and list inside a JSON document, depth first."""
+    yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    for child in children:
+        yield from _walk(child)
+
+
 @pytest.mark.parametrize("name", formats.SCHEMAS)
 def test_schemas_are_valid_draft_2020_12(name):
     s = formats.schema(name)
