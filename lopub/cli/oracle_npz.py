@@ -23,7 +23,7 @@ from lopub.io import atomic_path, missing_checksum
 __all__ = ["REPORT_KINDS", "checksum", "load_npz", "save_npz"]
 
 #: the report array of each protocol: codes (n,), bits (n, k) or hashed rows (n, 3)
-REPORT_KINDS = {**dict.fromkeys(("grr", "l-grr", "allomfree", "rr-lip"), "codes"),
+REPORT_KINDS = {**dict.fromkeys(("grr", "l-grr", "rr-lip"), "codes"),
                 **dict.fromkeys(("sue", "oue", "l-sue", "l-osue", "l-oue", "ue-lip"), "bits"),
                 **dict.fromkeys(("olh", "blh", "lh-lip"), "hashed")}
 _META_KEYS = {"protocol": str, "solution": str, "attrs": list, "sizes": list, "labels": list,
@@ -93,6 +93,24 @@ def _rows_per_attribute(path: str, meta: dict, arrays: dict) -> list[int]:
     return np.bincount(att.ravel(), minlength=d).tolist()
 
 
+def _report_kinds(path: str, meta: dict) -> list[str | None]:
+    """The report array kind of each attribute.  ALLOMFREE's clients pick L-GRR (codes) or
+    L-OSUE (bits) per attribute from the public budgets and domain size; the same choice
+    is recomputed here."""
+    d = len(meta["attrs"])
+    if meta["protocol"] != "allomfree":
+        return [REPORT_KINDS.get(meta["protocol"])] * d
+    from lopub.oracles.allomfree import allomfree_choice
+
+    try:
+        return [REPORT_KINDS[allomfree_choice(meta.get("epsilon"), meta.get("eps_1"), k,
+                                              meta.get("lgrr_variant", "paper"))]
+                for k in meta["sizes"]]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"reports file {path!r}: its ALLOMFREE parameters are invalid "
+                         f"({exc})") from None
+
+
 def _check_array(where: str, kind: str | None, r: np.ndarray, rows: int, k: int) -> None:
     shape = {"codes": (rows,), "bits": (rows, k), "hashed": (rows, 3)}.get(kind or "")
     if shape is not None and r.shape != shape:
@@ -133,8 +151,8 @@ def load_npz(path: str, formats: tuple[str, tuple]) -> tuple[dict, dict]:
         missing_checksum(f"reports file {path!r}", f"version {meta['version']} oracle reports file")
     _check_meta(path, meta)
     rows = _rows_per_attribute(path, meta, arrays)
-    kind = REPORT_KINDS.get(meta["protocol"])
-    for j, (x, k) in enumerate(zip(meta["attrs"], meta["sizes"])):  # loop over attributes
+    kinds = _report_kinds(path, meta)
+    for j, (x, k, kind) in enumerate(zip(meta["attrs"], meta["sizes"], kinds)):  # attributes
         key = f"reports_{j}"
         if key not in arrays:
             raise ValueError(f"reports file {path!r} has no {key!r} (attribute {x!r})")
