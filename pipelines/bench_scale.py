@@ -310,6 +310,9 @@ def tables(res: dict) -> str:
                          f"{r['load_before'][0]:.1f}-{r['load_after'][0]:.1f}"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     for m, e in res.get("wide", {}).get("exponent_b", {}).items():
+        if e["b"] is None:  # one finished d (the others timed out): no slope
+            lines.append(f"\n{m}: b needs two finished d (finished: {e['over_d']})")
+            continue
         lines.append(f"\n{m}: b = {e['b']:.2f} (wall), {e['b_fit_total']:.2f} (fit total), "
                      f"{e['b_estimation']:.2f} (estimation) over d = {e['over_d']}")
     return "\n".join(lines)

@@ -48,6 +48,10 @@ def test_merge_wide_replaces_a_run_and_fits_b_over_finished_runs():
     assert out["exponent_b"]["em"]["over_d"] == [15, 30]
     assert out["exponent_b"]["em"]["b"] == pytest.approx(2.0)  # 1 s -> 4 s when d doubles
     assert out["exponent_b"]["em"]["b_fit_total"] == pytest.approx(2.0)
+    # one finished d (a --quick run whose other d timed out): --table says so instead of failing
+    one = bsm.merge_wide({"n": 10, "runs": []}, {"n": 10, "runs": [run("em", 15, 1.0), run("em", 30, 9.0, True)]})
+    assert one["exponent_b"]["em"]["b"] is None
+    assert "em: b needs two finished d (finished: [15])" in bsm.tables({"wide": {"exponent_b": one["exponent_b"]}})
 
 
 def test_per_pair_timing_and_a_stopped_run(adult, tmp_path):
