@@ -50,3 +50,18 @@ def test_allomfree_file_with_losue_attribute_reads_back(wide, capsys):
     assert list(marg["city"]) == [f"c{i:02d}" for i in range(40)]
     code, out, err = _run(capsys, "inspect-reports", str(tmp / "af.npz"))
     assert code == 0, err
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5])
+def test_lh_lip_transition_matrix_is_a_channel_the_clients_use(eps):
+    """The default transition matrix is eps-LIP; a seed the clients would redraw is refused."""
+    from lopub.oracles import LHLIP, lip_level
+
+    prior = np.array([0.4, 0.25, 0.15, 0.12, 0.08])
+    mech = LHLIP(prior, eps)
+    assert lip_level(mech.transition_matrix(), prior) <= eps * (1 + 1e-9)
+    bound = 1 / (np.exp(eps) + 1)
+    a, b = 1, 0  # h(v) = v mod 2: bucket 1 holds 0.25 + 0.12 = 0.37 < bound
+    assert mech.hashed_priors(np.array([a]), np.array([b])).min() < bound
+    with pytest.raises(ValueError, match="never use"):
+        mech.transition_matrix(a, b)

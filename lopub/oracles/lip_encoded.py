@@ -234,9 +234,34 @@ class LHLIP(MeasureMixin):
              % np.uint64((1 << 31) - 1) % np.uint64(self.g)).astype(np.int64)
         return np.column_stack([a, b, y])
 
-    def transition_matrix(self, a: int = 1, b: int = 0) -> np.ndarray:
-        """``k x g`` channel for the fixed hash seed ``(a, b)``."""
-        return self._channels(np.array([a]), np.array([b]))[0]
+    def transition_matrix(self, a: int | None = None, b: int | None = None) -> np.ndarray:
+        """``k x g`` channel for the hash seed ``(a, b)``; eps-LIP under the prior.
+
+        Default: the first of the fixed valid seeds :meth:`variance` averages
+        over.  A seed the clients never use (one of its buckets has prior mass
+        below ``1/(e^eps + 1)``, so :meth:`perturb` redraws it) raises
+        ``ValueError``: its channel is not eps-LIP.
+        """
+        if a is None and b is None:
+            seeds = self._seeds_for_variance()
+            return self._channels(seeds[0][:1], seeds[1][:1])[0]
+        if a is None or b is None:
+            raise ValueError(f"a ({a!r}) and b ({b!r}) must be given together")
+        a_arr, b_arr = np.array([a]), np.array([b])
+        mass = self.hashed_priors(a_arr, b_arr)[0]
+        bound = grr_probabilities(self.epsilon, 2)[1]  # 1 / (e^eps + 1)
+        if mass.min() < bound:
+            raise ValueError(
+                f"hash seed (a={a}, b={b}) gives bucket {int(mass.argmin())} prior mass "
+                f"{mass.min():.6g} < 1/(e^eps + 1) = {bound:.6g}: the clients never use it "
+                f"(perturb redraws such seeds) and its channel is not {self.epsilon}-LIP")
+        return self._channels(a_arr, b_arr)[0]
+
+    def _seeds_for_variance(self) -> tuple:
+        """:data:`LH_VARIANCE_SEEDS` fixed valid seeds (drawn once from seed 0)."""
+        if self._variance_seeds is None:
+            self._variance_seeds = self._valid_seeds(LH_VARIANCE_SEEDS, np.random.default_rng(0))
+        return self._variance_seeds
 
     def _channels(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``(c, k, g)`` channels of ``c`` hash seeds."""
@@ -285,9 +310,7 @@ class LHLIP(MeasureMixin):
         """
         n = check_int("n", n, 1)
         f = self.prior if f is None else np.asarray(f, dtype=float)
-        if self._variance_seeds is None:
-            self._variance_seeds = self._valid_seeds(LH_VARIANCE_SEEDS, np.random.default_rng(0))
-        q = self._channels(*self._variance_seeds)  # (s, x, y)
+        q = self._channels(*self._seeds_for_variance())  # (s, x, y)
         lam = np.einsum("x,sxy->sy", self.prior, q)
         post = self.prior[None, :, None] * q / lam[:, None, :]  # (s, k, y)
         mean = np.einsum("sxy,sky->xk", q, post) / q.shape[0]
