@@ -103,10 +103,10 @@ def _report_kinds(path: str, meta: dict) -> list[str | None]:
     from lopub.oracles.allomfree import allomfree_choice
 
     try:
-        return [REPORT_KINDS[allomfree_choice(meta.get("epsilon"), meta.get("eps_1"), k,
+        return [REPORT_KINDS[allomfree_choice(meta["epsilon"], meta["eps_1"], k,
                                               meta.get("lgrr_variant", "paper"))]
                 for k in meta["sizes"]]
-    except (TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"reports file {path!r}: its ALLOMFREE parameters are invalid "
                          f"({exc})") from None
 
