@@ -189,12 +189,12 @@ def _check_release_suffix(path: str) -> None:
 
 
 def cmd_synthesize(a: argparse.Namespace) -> None:
-    from lopub.model.graphical import Model
+    from lopub.model.graphical import Model, condition_labels
     from lopub.publish.synthesize import synthesize, write_release
 
     _check_release_suffix(a.out)
     model = Model.load(a.model)
-    where = _parse_where(a.where)
+    where = condition_labels(model.domain, _parse_where(a.where))  # age=37: the bin's label
     df = synthesize(model, a.n, labels=a.labels, rng=a.seed, where=where or None)
     write_release(df, a.out)
     cond = f" with {', '.join(f'{k}={v}' for k, v in where.items())}" if where else ""
@@ -217,11 +217,11 @@ def _parse_where(items: list[str] | None) -> dict[str, str]:
 
 
 def cmd_query(a: argparse.Namespace) -> None:
-    from lopub.model.graphical import Model
+    from lopub.model.graphical import Model, condition_labels
 
     model = Model.load(a.model)
     attrs = split_list(a.attrs)
-    where = _parse_where(a.where)
+    where = condition_labels(model.domain, _parse_where(a.where))  # age=37: the bin's label
     m = model.query(attrs, where)
     if a.json:
         out = m.to_dict()

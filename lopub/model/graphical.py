@@ -186,9 +186,11 @@ class Model:
 
     marginal = project
 
-    def query(self, attrs: str | Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
+    def query(self, attrs: str | Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
         """Joint of ``attrs`` (one attribute's name or a list of names), optionally conditioned on
-        ``where = {attr: label}``.
+        ``where = {attr: value}``: a category label, or a value as the data held it (a number
+        of a binned attribute, a boolean, a date, None for the missing category;
+        :func:`condition_label`).
 
         A conditional answer's ``n`` is the estimated number of records that
         match ``where`` (``n * P(where)``), so ``counts`` stay counts;
@@ -203,7 +205,7 @@ class Model:
             answer as data).
         """
         attrs = [attrs] if isinstance(attrs, str) else list(attrs)  # one name, not its letters
-        where = dict(where or {})
+        where = condition_labels(self.domain, where or {})
         both = [a for a in where if a in attrs]
         if both:
             raise ValueError(f"attributes {both} are both queried (attrs) and conditioned on (where)")
@@ -261,3 +263,39 @@ class Model:
         return {"n": self.n, "attributes": len(self.domain), "cliques": len(cells),
                 "max_clique_cells": max(cells), "components": len(self.tree.roots),
                 "edges": None if self.graph is None else len(self.graph.edges)}
+
+
+def condition_label(domain: Domain, attr: str, value: Any) -> str | None:
+    """The category label of ``attr`` that a condition ``attr = value`` names, or None if none.
+
+    ``value`` is a label as written, or a value as a data column holds it,
+    coded the way :meth:`Dataset.from_pandas <lopub.data.dataset.Dataset.from_pandas>`
+    codes a cell: a number of a binned attribute falls in its bin, ``True``
+    and ``2`` match the labels ``"True"`` and ``"2"``, a date its bin, a
+    missing value (``None``, ``NaN``, ``pd.NA``) the missing category.
+    """
+    import pandas as pd
+
+    from lopub.data.dataset import Dataset
+
+    labels = domain.labels(attr)
+    if isinstance(value, str) and value in labels:
+        return value
+    if not (value is None or pd.api.types.is_scalar(value)):
+        return None
+    try:
+        one = Dataset.from_pandas(pd.DataFrame({attr: pd.Series([value], dtype=object).infer_objects()}),
+                                  domain.project([attr]))
+    except (DomainError, ValueError, TypeError):
+        return None
+    return labels[int(one.codes[0, 0])]
+
+
+def condition_labels(domain: Domain, where: Mapping[str, Any]) -> dict[str, Any]:
+    """``where`` with each value replaced by the label it names (:func:`condition_label`); a value
+    naming no category, or of an unknown attribute, is kept as given (for the caller's error)."""
+    out = {}
+    for attr, value in where.items():
+        label = condition_label(domain, attr, value) if attr in domain.attrs else None
+        out[attr] = value if label is None else label
+    return out

@@ -277,8 +277,10 @@ class Synthesizer:
         (:func:`lopub.publish.synthesize.synthesize`); ``labels=True`` gives the
         category labels instead.  The same ``seed`` gives the same records
         (also after :meth:`save` / :meth:`load`).
-        ``conditions = {attr: label}`` samples conditionally (SDV's
-        ``sample_from_conditions``): every record carries those values and the
+        ``conditions = {attr: value}`` samples conditionally (SDV's
+        ``sample_from_conditions``; a value is a label or a value as the data
+        held it: ``{"hours": 40}`` names the bin holding 40, ``{"flag": True}``,
+        ``None`` the missing category): every record carries those values and the
         other attributes follow the model's exact conditional distribution
         (evidence clamped in the junction tree,
         :func:`lopub.publish.synthesize.sample_codes`, which says how a model's
@@ -288,7 +290,7 @@ class Synthesizer:
         """
         return synthesize(self._fitted(), n, labels=labels, rng=seed, where=conditions or None)
 
-    def query(self, attrs: Sequence[str], where: Mapping[str, str] | None = None) -> Marginal:
+    def query(self, attrs: Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (conditioned on ``where``); see :meth:`Model.query`."""
         return self._fitted().query(list(attrs), where)
 

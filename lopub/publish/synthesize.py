@@ -52,7 +52,7 @@ from lopub.data.values import to_values
 from lopub.errors import DomainError
 from lopub.io import atomic_write
 from lopub.limits import check_memory
-from lopub.model.graphical import Model, conditional_table
+from lopub.model.graphical import Model, condition_label, conditional_table
 from lopub.model.pgm.gum import condition_regions, refine_codes
 
 
@@ -145,7 +145,10 @@ def sample_codes(model: Model, n: int | None = None, *,
 
 
 def evidence_codes(model: Model, where: Mapping[str, Any]) -> dict[str, int]:
-    """``{attr: label}`` as ``{attr: code}``; unknown attributes or labels raise ``DomainError``."""
+    """``{attr: value}`` as ``{attr: code}``; unknown attributes or values raise ``DomainError``.
+
+    A value is a label or a value as the data held it (:func:`lopub.model.graphical.condition_label`).
+    """
     if not isinstance(where, Mapping):
         raise TypeError(f"where ({type(where).__name__}) must be a mapping attribute -> label")
     dom, out = model.domain, {}
@@ -154,11 +157,12 @@ def evidence_codes(model: Model, where: Mapping[str, Any]) -> dict[str, int]:
             raise DomainError(f"condition names attribute {a!r}, which the model does not have; "
                               f"expected one of {list(dom.attrs)}")
         labels = list(dom.labels(a))
-        if str(label) not in labels:
+        named = condition_label(dom, a, label)
+        if named is None:
             shown = labels if len(labels) <= 20 else labels[:20] + ["..."]
             raise DomainError(f"condition {a}={label!r}: attribute {a!r} has no such category; "
                               f"expected one of {shown}")
-        out[a] = labels.index(str(label))
+        out[a] = labels.index(named)
     return out
 
 

@@ -1,0 +1,89 @@
+"""Defects found by touring what a data publisher does after collection (fit, query,
+synthesize, export, report, the Synthesizer), each with the test that caught it."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lopub.cli import main
+from lopub.data.dataset import Dataset
+from lopub.data.schema import infer_domain
+from lopub.errors import DomainError
+from lopub.pipeline.steps import fit
+from lopub.publish.synthesize import synthesize
+
+
+@pytest.fixture(scope="module")
+def typed():
+    """An exact model of a frame with a boolean, an integer with NA, a binned number and a date."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    flag = rng.random(n) < 0.3
+    df = pd.DataFrame({
+        "flag": flag,
+        "cnt": pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(0, 4, n) + flag), dtype="Int64"),
+        "x": rng.normal(size=n) + flag,
+        "when": pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D"),
+    })
+    data = Dataset.from_pandas(df, infer_domain(df, bins=4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit(estimator=data, structure="phi", phi=0.05).model
+    return model, data
+
+
+def _bin_of(data, attr, value):
+    """The label of the category ``value`` falls in, coded as a data file's cell is."""
+    one = Dataset.from_pandas(pd.DataFrame({attr: [value]}), data.domain.project([attr]))
+    return data.domain.labels(attr)[int(one.codes[0, 0])]
+
+
+# -- 1. conditions take the values the user's columns hold, not only their labels ---------------------
+@pytest.mark.parametrize("attr,value", [("flag", True), ("flag", np.bool_(False)), ("cnt", 2),
+                                        ("cnt", np.int64(1)), ("cnt", None), ("x", 0.1),
+                                        ("when", pd.Timestamp("2020-03-01"))])
+def test_query_and_sample_conditions_take_column_values(typed, attr, value):
+    model, data = typed
+    label = _bin_of(data, attr, value)
+    other = "x" if attr != "x" else "cnt"
+    want = model.query([other], where={attr: label}).values
+    got = model.query([other], where={attr: value}).values
+    np.testing.assert_array_equal(got, want)
+    codes = synthesize(model, 50, labels=True, rng=1, where={attr: value})
+    assert set(codes[attr].astype(str)) == {label}
+
+
+def test_conditions_refuse_values_outside_the_domain(typed):
+    model, _ = typed
+    with pytest.raises(DomainError, match="no category 7"):
+        model.query(["flag"], where={"cnt": 7})
+    with pytest.raises(DomainError, match="no such category"):
+        synthesize(model, 5, rng=1, where={"x": 1e9})
+    with pytest.raises(DomainError, match="no category 'maybe'"):
+        model.query(["cnt"], where={"flag": "maybe"})
+
+
+def test_cli_where_takes_a_number_of_a_binned_attribute(typed, tmp_path, capsys):
+    model, data = typed
+    path = tmp_path / "m.json"
+    model.save(path)
+    label = _bin_of(data, "x", 0.1)
+    assert main(["query", str(path), "--attrs", "flag", "--where", "x=0.1", "--json"]) == 0
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert out["p"] == pytest.approx(model.query(["flag"], where={"x": label}).values.ravel().tolist())
+
+
+def test_cli_names_the_category_a_number_conditions_on(typed, tmp_path, capsys):
+    model, data = typed
+    path = tmp_path / "m.json"
+    model.save(path)
+    label = _bin_of(data, "x", 0.1)
+    assert main(["query", str(path), "--attrs", "flag", "--where", "x=0.1"]) == 0
+    assert f"| x={label}); estimated P(x={label})" in capsys.readouterr().out
+    out = tmp_path / "s.csv"
+    assert main(["synthesize", str(path), "--n", "20", "--where", "x=0.1", "--out", str(out)]) == 0
+    assert f"with x={label} written" in capsys.readouterr().out
