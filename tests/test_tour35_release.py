@@ -87,3 +87,20 @@ def test_cli_names_the_category_a_number_conditions_on(typed, tmp_path, capsys):
     out = tmp_path / "s.csv"
     assert main(["synthesize", str(path), "--n", "20", "--where", "x=0.1", "--out", str(out)]) == 0
     assert f"with x={label} written" in capsys.readouterr().out
+
+
+# -- 2. a DataFrame read without a header (integer column names) ---------------------------------------
+def test_synthesizer_fits_a_frame_with_integer_column_names(tmp_path):
+    from lopub import Synthesizer
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({0: rng.choice(["a", "b"], 500), 1: rng.integers(0, 3, 500)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = Synthesizer(epsilon=8, rng=0).fit(df)
+    assert list(syn.domain_.attrs) == ["0", "1"]
+    assert syn.sample(20, seed=1).shape == (20, 2)
+    syn.report(tmp_path / "r.html", real=df, n=50, seed=1)  # the report reads it too
+    twice = pd.DataFrame([[1, 2]], columns=[1, "1"])
+    with pytest.raises(ValueError, match=r"more than once"):
+        Synthesizer(epsilon=8).fit(twice)

@@ -189,8 +189,8 @@ class Synthesizer:
         Parameters
         ----------
         data : DataFrame or Dataset
-            The records (a DataFrame's columns are the attributes; with a
-            ``domain``, extra columns are ignored).
+            The records (a DataFrame's columns are the attributes, named by
+            ``str(column)``; with a ``domain``, extra columns are ignored).
 
         Returns
         -------
@@ -258,6 +258,7 @@ class Synthesizer:
             return data
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
+        data = data.rename(columns=str)  # attribute names are strings (pd.read_csv(header=None): 0, 1, ...)
         twice = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
         if twice:
             raise ValueError(f"data has the columns {twice} more than once; column names must be "
