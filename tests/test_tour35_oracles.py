@@ -65,3 +65,34 @@ def test_lh_lip_transition_matrix_is_a_channel_the_clients_use(eps):
     assert mech.hashed_priors(np.array([a]), np.array([b])).min() < bound
     with pytest.raises(ValueError, match="never use"):
         mech.transition_matrix(a, b)
+
+
+def _hashed(a, b, y, n=5):
+    return np.array([[a, b, y]] * n, dtype=np.int64)
+
+
+@pytest.mark.parametrize("make", ["olh", "blh", "lh-lip"])
+@pytest.mark.parametrize("row", [(-1, 5, 0), (0, 5, 0), (1, -5, 0), (1, (1 << 31) - 1, 0),
+                                 (1 << 31, 5, 0), (1, 5, 7), (1, 5, -1)])
+def test_hashed_reports_out_of_range_are_refused(make, row):
+    """Seeds outside the hash family (a in [1, P), b in [0, P)) or y outside [0, g) are refused,
+    not estimated from (OLH gave [-1.1, -1.1, -1.1]; LH-LIP an IndexError traceback)."""
+    from lopub.oracles import BLH, LHLIP, OLH
+
+    mech = {"olh": lambda: OLH(1.0, 3), "blh": lambda: BLH(1.0, 3),
+            "lh-lip": lambda: LHLIP([0.3, 0.3, 0.4], 1.0)}[make]()
+    with pytest.raises(ValueError, match="reports"):
+        mech.estimate(_hashed(*row))
+
+
+@pytest.mark.parametrize("make", ["oue", "sue", "ue-lip"])
+def test_unary_reports_must_be_bits(make):
+    """A unary report holds 0/1 bits: 5 is not a bit (OUE counted it as a 1)."""
+    from lopub.oracles import OUE, SUE, UELIP
+
+    mech = {"oue": lambda: OUE(1.0, 3), "sue": lambda: SUE(1.0, 3),
+            "ue-lip": lambda: UELIP([0.3, 0.3, 0.4], 1.0)}[make]()
+    with pytest.raises(ValueError, match="0 or 1"):
+        mech.estimate(np.full((5, 3), 5))
+    ok = mech.estimate(np.eye(3, dtype=np.int64))  # integer 0/1 bits are fine
+    assert ok.shape == (3,)

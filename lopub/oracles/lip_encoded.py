@@ -27,6 +27,8 @@ from lopub.oracles.lip_channel import (
 from lopub.oracles.measure import MeasureMixin
 from lopub.oracles.oneshot import (
     aggregate_unary,
+    check_bits,
+    check_hashed_reports,
     draw_hash_seeds,
     grr_probabilities,
     lh_hash,
@@ -113,9 +115,7 @@ class UELIP(MeasureMixin):
     def aggregate(self, reports: Any, method: str | None = None) -> np.ndarray:
         """Support counts (``"invert"``) or summed posteriors (``"bayes"``)."""
         method = check_estimator("method", self.estimator if method is None else method)
-        bits = np.asarray(reports).astype(bool)
-        if bits.ndim != 2 or bits.shape[1] != self.k:
-            raise ValueError(f"reports (shape {bits.shape}) must have shape (n, {self.k})")
+        bits = check_bits(reports, self.k).astype(bool, copy=False)
         if method == "invert":
             return aggregate_unary(bits, self.k)
         lr1, lr0 = np.log(self.p / self.q), np.log((1 - self.p) / (1 - self.q))
@@ -277,8 +277,8 @@ class LHLIP(MeasureMixin):
 
     def aggregate(self, reports: Any) -> np.ndarray:
         """Summed posteriors ``sum_i P(X_i = k | a_i, b_i, y_i)``."""
-        reports = np.asarray(reports, dtype=np.int64)
-        if reports.ndim != 2 or reports.shape[1] != 3 or reports.shape[0] < 1:
+        reports = check_hashed_reports(reports, self.g).astype(np.int64, copy=False)
+        if reports.shape[0] < 1:
             raise ValueError(f"reports (shape {reports.shape}) must be rows (a, b, y), n >= 1")
         keep, total = np.exp(-self.epsilon), np.zeros(self.k)
         for start in range(0, reports.shape[0], _CHUNK):  # chunks over users

@@ -195,12 +195,24 @@ def perturb_unary(
     return out  # ... then each user's own bit redrawn at p
 
 
-def aggregate_unary(reports: Any, k: int) -> np.ndarray:
-    """Column sums of an ``(n, k)`` 0/1 report matrix."""
+def check_bits(reports: Any, k: int) -> np.ndarray:
+    """Check unary reports: an ``(n, k)`` array of bits (bool, or integers 0 and 1)."""
     reports = np.asarray(reports)
     if reports.ndim != 2 or reports.shape[1] != k:
         raise ValueError(f"reports (shape {reports.shape}) must have shape (n, {k})")
-    return np.count_nonzero(reports, axis=0).astype(float)
+    if reports.dtype != bool:
+        if not np.issubdtype(reports.dtype, np.integer):
+            raise ValueError(f"reports (dtype {reports.dtype}) must be bits: bool or integers "
+                             f"0 or 1")
+        if reports.size and (reports.min() < 0 or reports.max() > 1):
+            raise ValueError(f"reports hold values in [{reports.min()}, {reports.max()}]; "
+                             f"each bit must be 0 or 1")
+    return reports
+
+
+def aggregate_unary(reports: Any, k: int) -> np.ndarray:
+    """Column sums of an ``(n, k)`` 0/1 report matrix."""
+    return np.count_nonzero(check_bits(reports, k), axis=0).astype(float)
 
 
 @dataclass(frozen=True)
@@ -274,6 +286,22 @@ def lh_support_counts(
     return counts
 
 
+def check_hashed_reports(reports: Any, g: int) -> np.ndarray:
+    """Check local-hashing reports: integer rows ``(a, b, y)`` with a seed of the hash
+    family (``a`` in ``[1, P)``, ``b`` in ``[0, P)``) and ``y`` in ``[0, g)``."""
+    reports = np.asarray(reports)
+    if reports.ndim != 2 or reports.shape[1] != 3 or not np.issubdtype(reports.dtype, np.integer):
+        raise ValueError(f"reports (shape {reports.shape}, dtype {reports.dtype}) must be "
+                         f"integer rows (a, b, y)")
+    if reports.size:
+        for col, name, lo, hi in ((0, "a", 1, HASH_PRIME), (1, "b", 0, HASH_PRIME),
+                                  (2, "y", 0, g)):  # the three columns
+            if reports[:, col].min() < lo or reports[:, col].max() >= hi:
+                raise ValueError(f"reports column {name} holds values in [{reports[:, col].min()}, "
+                                 f"{reports[:, col].max()}]; it must be in [{lo}, {hi - 1}]")
+    return reports
+
+
 def draw_hash_seeds(n: int, *, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Per-user seeds ``a`` in ``[1, P)`` and ``b`` in ``[0, P)``."""
     return rng.integers(1, HASH_PRIME, size=n), rng.integers(0, HASH_PRIME, size=n)
@@ -330,13 +358,8 @@ class LocalHashing(SupportOracle):
         return np.column_stack([a, b, y]).astype(np.int64)
 
     def check_reports(self, reports: Any) -> np.ndarray:
-        """Check an ``(n, 3)`` integer report array."""
-        reports = np.asarray(reports)
-        if reports.ndim != 2 or reports.shape[1] != 3 or not np.issubdtype(reports.dtype, np.integer):
-            raise ValueError(f"reports (shape {reports.shape}) must be integer rows (a, b, y)")
-        if reports.size and (reports[:, 2].min() < 0 or reports[:, 2].max() >= self.g):
-            raise ValueError(f"reports column y must be in [0, {self.g - 1}]")
-        return reports
+        """Check an ``(n, 3)`` integer report array (see :func:`check_hashed_reports`)."""
+        return check_hashed_reports(reports, self.g)
 
     def aggregate(self, reports: Any) -> np.ndarray:
         """Support counts ``N_v = #{users: y = h_user(v)}``, vectorized and chunked."""
