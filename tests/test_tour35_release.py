@@ -104,3 +104,23 @@ def test_synthesizer_fits_a_frame_with_integer_column_names(tmp_path):
     twice = pd.DataFrame([[1, 2]], columns=[1, "1"])
     with pytest.raises(ValueError, match=r"more than once"):
         Synthesizer(epsilon=8).fit(twice)
+
+
+# -- 3. an unconverged model fit that already fits its measurements is a note, not a warning ----------
+def test_unconverged_fit_within_noise_is_no_warning():
+    """The verdict calls it "info: it already fits its measurements within their noise"; the fit's
+    warnings must not tell the user (who has no tol option in the CLI or the Synthesizer) to act."""
+    from lopub.collect import collect
+    from lopub.datasets import embedded
+
+    data = embedded(20_000, rng=0)
+    reports, _ = collect(data, 8.0, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tight = fit(reports, fit_options={"tol": 1e-2}).report  # stops early, on tol
+        few = fit(reports, fit_options={"max_iter": 1}).report  # never near the measurements
+    conv = [f for f in tight.verdict["findings"] if f["check"] == "convergence"]
+    assert tight.model_fit["converged"] is False and conv and conv[0]["severity"] == "info"
+    assert not [w for w in tight.warnings if "did not converge" in w]
+    assert few.model_fit["converged"] is False
+    assert [w for w in few.warnings if "did not converge" in w]

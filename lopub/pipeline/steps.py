@@ -260,7 +260,13 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
         method=getattr(cache.source, "method", o.method), release=release, structure=o.structure,
         prune=o.prune, clique_budget=clique_budget, model_phi=dg.phi if o.model_phi is None else o.model_phi,
         seconds={k: round(v, 3) for k, v in secs.items()}, **extra))
-    report.verdict = fit_verdict(cache, model, report).to_dict()
+    verdict = fit_verdict(cache, model, report)
+    report.verdict = verdict.to_dict()
+    mf = report.model_fit or {}
+    if mf.get("converged") is False and any(f.check == "convergence" and f.severity in ("fatal", "caveat")
+                                           for f in verdict.findings):
+        # not when it already fits its measurements within their noise (the verdict's note says so)
+        report.warnings.insert(0, not_converged_note(mf["stop"], mf["iterations"], mf.get("gap")))
     model.meta["fit"] = report.to_dict()
     return FitResult(model, report)
 
@@ -349,7 +355,7 @@ def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress, shrink) ->
         model.meta["regions"] = [{"attrs": list(t.attrs), "p": t.values.ravel().tolist()} for t in tables]
     if progress is not None:
         progress("model fit", 1, 1)
-    notes = [] if mrf.converged else [not_converged_note(mrf.stop, mrf.iterations, mrf.gap)]
+    notes: list[str] = []  # an unconverged fit: a warning only when the verdict finds it matters (fit)
     lams = [p.provenance["shrinkage"] for p in priors]
     summary = dict(mrf.summary(), regions=len(outside), initial_loss=float(mrf.losses[0]) if mrf.losses else None,
                    shrinkage=float(np.mean(lams)) if lams else None,
