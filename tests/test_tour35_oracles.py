@@ -96,3 +96,42 @@ def test_unary_reports_must_be_bits(make):
         mech.estimate(np.full((5, 3), 5))
     ok = mech.estimate(np.eye(3, dtype=np.int64))  # integer 0/1 bits are fine
     assert ok.shape == (3,)
+
+
+def test_rr_lip_fallback_lp_is_sparse():
+    """The LP behind RR-LIP's fallback channel held a dense k^4 identity (k = 60: 100 MB,
+    k = 4909: "unable to allocate 4.13 PiB"); sparse, it needs a few MB."""
+    import tracemalloc
+
+    from lopub.oracles import RRLIP, lip_level
+
+    k, eps = 60, 1.0
+    prior = np.random.default_rng(0).dirichlet(np.ones(k))
+    assert prior.min() < 1 / (np.exp(eps) + 1)  # invalid for plain RR-LIP: the LP is used
+    tracemalloc.start()
+    try:
+        mech = RRLIP(prior, eps, on_invalid="lp")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert mech.mechanism == "lp" and lip_level(mech.matrix, prior) <= eps * (1 + 1e-9)
+    assert peak < 40 * 2**20
+
+
+def test_rr_lip_fallback_too_large_domain_is_a_clear_error(tmp_path, capsys):
+    from lopub.oracles import RRLIP
+
+    with pytest.raises(ValueError, match="UE-LIP or LH-LIP"):
+        RRLIP(np.full(4909, 1 / 4909), 2.0, on_invalid="lp")
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"c": rng.integers(0, 300, 500).astype(str)}).to_csv(tmp_path / "d.csv",
+                                                                      index=False)
+    labels = sorted({str(i) for i in range(300)})
+    (tmp_path / "dom.json").write_text(json.dumps({"format": "lopub-domain", "version": 1,
+                                                   "attributes": [{"name": "c",
+                                                                   "categories": labels}]}))
+    (tmp_path / "prior.json").write_text(json.dumps({"c": [1 / 300] * 300}))
+    code, _, err = _run(capsys, "collect", str(tmp_path / "d.csv"), "--domain",
+                        str(tmp_path / "dom.json"), "--protocol", "rr-lip", "--epsilon", "2",
+                        "--prior", str(tmp_path / "prior.json"), "--out", str(tmp_path / "r.npz"))
+    assert code == 2 and "UE-LIP or LH-LIP" in err and "out of memory" not in err

@@ -18,12 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import brentq, linprog, minimize_scalar
 
 from lopub.oracles.base import check_epsilon
 
 #: Channels whose condition number exceeds this are treated as singular.
 MAX_CONDITION = 1e10
+#: Largest domain of the eps-LIP linear program (:func:`optimal_lip_matrix`): about 20 s
+#: on one core at k = 120; the sparse program has k^2 variables and 2 k^3 coefficients
+#: per prior.
+MAX_LP_K = 128
 #: Grid points of the 1-D search on the segment LP optimum -> GRR.
 SEGMENT_GRID = 201
 #: Server estimators of the LIP mechanisms: posterior mean or channel inversion.
@@ -132,16 +137,27 @@ def optimal_lip_matrix(priors: Any, epsilon: float, weights: Any = None) -> np.n
     priors = np.atleast_2d(np.asarray(priors, dtype=float))
     eps = check_epsilon("epsilon", epsilon)
     k = priors.shape[1]
+    if k > MAX_LP_K:
+        raise ValueError(
+            f"k ({k}) must be <= {MAX_LP_K} for the eps-LIP linear program (k^2 = {k * k:,} "
+            f"variables, 2 k^3 = {2 * k ** 3:,} constraint coefficients per prior); for a large "
+            f"domain use UE-LIP or LH-LIP, or a prior whose every probability is >= "
+            f"1/(e^eps + 1), for which RR-LIP needs no linear program")
     w = priors[0] if weights is None else np.asarray(weights, dtype=float)
-    own = np.eye(k * k).reshape(k, k, k * k)  # own[x, y] selects Q[x, y]
-    blocks, e = [], np.exp(min(eps, 700.0))  # beyond e^700 the constraints only forbid Q = 0
+    e = np.exp(min(eps, 700.0))  # beyond e^700 the constraints only forbid Q = 0
+    # variable x k + y is Q[x, y]; constraint row x k + y involves Q[x, y] and
+    # lambda_y = sum_z P_z Q[z, y] (columns z k + y): k + 1 coefficients, sparse
+    x, y, z = np.meshgrid(np.arange(k), np.arange(k), np.arange(k), indexing="ij")
+    rows, cols = (x * k + y).ravel(), (z * k + y).ravel()
+    own = sparse.identity(k * k, format="csr")
+    blocks = []
     for prior in priors:  # one or two priors; each adds 2 k^2 constraints
-        lam = np.einsum("z,zyc->yc", prior, own)  # lam[y] selects lambda_y
-        blocks += [(lam[None] - e * own).reshape(-1, k * k),
-                   (own - e * lam[None]).reshape(-1, k * k)]
-    a_eq = np.kron(np.eye(k), np.ones(k))
+        lam = sparse.csr_matrix((np.tile(prior, k * k), (rows, cols)), shape=(k * k, k * k))
+        blocks += [lam - e * own, own - e * lam]
+    a_ub = sparse.vstack(blocks, format="csr")
+    a_eq = sparse.kron(sparse.identity(k), np.ones((1, k)), format="csr")
     cost = -(np.eye(k) * w[:, None]).ravel()
-    res = linprog(cost, A_ub=np.vstack(blocks), b_ub=np.zeros(sum(len(b) for b in blocks)),
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(a_ub.shape[0]),
                   A_eq=a_eq, b_eq=np.ones(k), bounds=(0, 1), method="highs")
     if not res.success:
         raise ValueError(f"no eps-LIP channel found for epsilon ({eps}): {res.message}")
