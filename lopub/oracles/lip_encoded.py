@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from lopub._util import check_int, resolve_rng
-from lopub.oracles.base import MAX_ENUM_K, check_values, support_variance
+from lopub.oracles.base import MAX_ENUM_K, UE_CHUNK_CELLS, check_values, support_variance
 from lopub.oracles.lip_channel import (
     bayes_variance,
     check_estimator,
@@ -36,7 +36,11 @@ from lopub.oracles.oneshot import (
     ue_output_matrix,
 )
 
-_CHUNK = 1 << 16
+def _chunk(k: int) -> int:
+    """Users per block when a block holds a few ``(users, k)`` arrays: at most
+    :data:`~lopub.oracles.base.UE_CHUNK_CELLS` cells, whatever ``k``."""
+    return max(1, UE_CHUNK_CELLS // k)
+
 #: Valid hash seeds (fixed, drawn from seed 0) averaged over by :meth:`LHLIP.variance`.
 LH_VARIANCE_SEEDS = 4096
 _BAYES_NOTE = ("exact fixed-dataset variance of the posterior mean at the post-processed "
@@ -48,10 +52,11 @@ def sample_rows(matrix: np.ndarray, values: np.ndarray, rng: np.random.Generator
     cdf = np.cumsum(matrix, axis=1)
     cdf[:, -1] = 1.0
     out = np.empty(values.shape[0], dtype=np.int64)
-    for start in range(0, values.shape[0], _CHUNK):  # chunks over users
-        x = values[start:start + _CHUNK]
+    step = _chunk(matrix.shape[1])
+    for start in range(0, values.shape[0], step):  # chunks over users
+        x = values[start:start + step]
         u = rng.random((x.shape[0],))
-        out[start:start + _CHUNK] = np.count_nonzero(u[:, None] >= cdf[x], axis=1)
+        out[start:start + step] = np.count_nonzero(u[:, None] >= cdf[x], axis=1)
     return np.minimum(out, matrix.shape[1] - 1)
 
 
@@ -119,10 +124,10 @@ class UELIP(MeasureMixin):
         if method == "invert":
             return aggregate_unary(bits, self.k)
         lr1, lr0 = np.log(self.p / self.q), np.log((1 - self.p) / (1 - self.q))
-        total = np.zeros(self.k)
-        for start in range(0, bits.shape[0], _CHUNK):  # chunks over users
+        total, step = np.zeros(self.k), _chunk(self.k)
+        for start in range(0, bits.shape[0], step):  # chunks over users
             # log P(Y | x) - sum_j log P(Y_j | 0): only bit x differs
-            lik = np.where(bits[start:start + _CHUNK], lr1, lr0)
+            lik = np.where(bits[start:start + step], lr1, lr0)
             total += _posterior_sums(np.log(self.prior)[None, :] + lik)
         return total
 
@@ -203,12 +208,17 @@ class LHLIP(MeasureMixin):
                 "g": self.g, "estimator": self.estimator}
 
     def hashed_priors(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """``(c, g)`` prior mass of each bucket under each user's hash."""
-        h = lh_hash(a, b, np.arange(self.k), self.g)
-        rows = np.repeat(np.arange(h.shape[0]), self.k) * self.g + h.ravel()
-        mass = np.bincount(rows, weights=np.tile(self.prior, h.shape[0]),
-                           minlength=h.shape[0] * self.g)
-        return mass.reshape(-1, self.g)
+        """``(c, g)`` prior mass of each bucket under each user's hash (chunked over users)."""
+        a, b = np.asarray(a), np.asarray(b)
+        out = np.empty((a.shape[0], self.g))
+        step = _chunk(self.k)
+        for start in range(0, a.shape[0], step):  # chunks over users
+            h = lh_hash(a[start:start + step], b[start:start + step], np.arange(self.k), self.g)
+            rows = np.repeat(np.arange(h.shape[0]), self.k) * self.g + h.ravel()
+            out[start:start + step] = np.bincount(
+                rows, weights=np.tile(self.prior, h.shape[0]),
+                minlength=h.shape[0] * self.g).reshape(-1, self.g)
+        return out
 
     def _valid_seeds(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         a, b = draw_hash_seeds(n, rng=rng)
@@ -280,9 +290,9 @@ class LHLIP(MeasureMixin):
         reports = check_hashed_reports(reports, self.g).astype(np.int64, copy=False)
         if reports.shape[0] < 1:
             raise ValueError(f"reports (shape {reports.shape}) must be rows (a, b, y), n >= 1")
-        keep, total = np.exp(-self.epsilon), np.zeros(self.k)
-        for start in range(0, reports.shape[0], _CHUNK):  # chunks over users
-            blk = reports[start:start + _CHUNK]
+        keep, total, step = np.exp(-self.epsilon), np.zeros(self.k), _chunk(self.k)
+        for start in range(0, reports.shape[0], step):  # chunks over users
+            blk = reports[start:start + step]
             h = lh_hash(blk[:, 0], blk[:, 1], np.arange(self.k), self.g)
             mass_y = np.take_along_axis(self.hashed_priors(blk[:, 0], blk[:, 1]), blk[:, 2:3], 1)
             lik = np.where(h == blk[:, 2:3], 1 - (1 - mass_y) * keep, mass_y * keep)
