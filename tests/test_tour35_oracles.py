@@ -164,3 +164,28 @@ def test_lip_memory_does_not_grow_with_users_times_k(make):
     own = np.asarray(reports).nbytes + (mech.matrix.nbytes * 2 if make == "rr-lip" else 0)
     assert peak_client < own + 64 * 2**20 and peak_server < own + 64 * 2**20
     assert est.shape == (k,) and abs(est.sum() - 1) < 1e-6
+
+
+@pytest.mark.parametrize("extra, want", [
+    (["--protocol", "l-grr", "--eps-1", "0.6", "--lgrr-variant", "exact"],
+     {"eps_1": 0.6, "lgrr_variant": "exact", "privacy": "ldp"}),
+    (["--protocol", "oue", "--solution", "smp", "--r", "2"], {"r": 2, "privacy": "ldp"}),
+    (["--protocol", "allomfree", "--eps-1", "0.6"],
+     {"eps_1": 0.6, "lgrr_variant": "paper", "solution": "smp"}),
+    (["--protocol", "ue-lip", "--prior", "PRIOR"], {"privacy": "lip"}),
+])
+def test_inspect_reports_shows_the_budgets_that_define_an_oracle_file(wide, capsys, extra, want):
+    """inspect-reports printed epsilon only: not eps_1 of a longitudinal file, nor r of an SMP
+    one, nor that LIP reports are eps-LIP (2 eps-LDP), not eps-LDP."""
+    tmp, _ = wide
+    (tmp / "prior.json").write_text(json.dumps({"sex": [0.5, 0.5], "city": [1 / 40] * 40}))
+    extra = [str(tmp / "prior.json") if x == "PRIOR" else x for x in extra]
+    code, _, err = _run(capsys, "collect", str(tmp / "d.csv"), "--domain", str(tmp / "dom.json"),
+                        "--epsilon", "1", "--seed", "1", "--out", str(tmp / "r.npz"), *extra)
+    assert code == 0, err
+    code, out, err = _run(capsys, "inspect-reports", str(tmp / "r.npz"), "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert {key: got.get(key) for key in want} == want
+    if want.get("privacy") == "lip":
+        assert "LIP" in got["privacy_note"]

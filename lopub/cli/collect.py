@@ -228,9 +228,23 @@ def _inspect_npz(path: str) -> dict | None:
                 "fewest_users_per_subset": int(sizes.min()), "attribute_names": list(r.plan.domain.attrs),
                 "read_with": f"lopub fit {path}; lopub estimate-freq {path}"}
     meta, _ = load_reports(path)
-    return {"file": path, "protocol": meta["protocol"], "solution": meta["solution"], "n": meta["n"],
-            "epsilon": meta["epsilon"], "attribute_names": list(meta["attrs"]),
-            "read_with": f"lopub estimate-freq {path}"}
+    p = meta["protocol"]
+    out = {"file": path, "protocol": p, "solution": meta["solution"], "n": meta["n"],
+           "epsilon": meta["epsilon"]}
+    if p.startswith("l-") or p == "allomfree":  # longitudinal: the budget of one report too
+        out["eps_1"] = meta.get("eps_1")
+    if p in ("l-grr", "allomfree"):
+        out["lgrr_variant"] = meta.get("lgrr_variant", "paper")
+    if meta["solution"] == "smp" and p != "allomfree":
+        out["r"] = meta.get("r", 1)
+    lip = p.endswith("-lip")
+    out["privacy"] = "lip" if lip else "ldp"
+    if lip:
+        out["privacy_note"] = (f"each attribute's reports are {meta['epsilon'] / len(meta['attrs']):g}-LIP "
+                               f"under the stored prior (LIP: local information privacy; it implies "
+                               f"twice that in LDP), epsilon split over {len(meta['attrs'])} attribute(s)")
+    out.update(attribute_names=list(meta["attrs"]), read_with=f"lopub estimate-freq {path}")
+    return out
 
 
 def cmd_inspect(a: argparse.Namespace) -> None:
