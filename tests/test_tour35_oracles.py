@@ -189,3 +189,16 @@ def test_inspect_reports_shows_the_budgets_that_define_an_oracle_file(wide, caps
     assert {key: got.get(key) for key in want} == want
     if want.get("privacy") == "lip":
         assert "LIP" in got["privacy_note"]
+
+
+def test_compare_protocols_names_a_constant_column(tmp_path, capsys):
+    """compare-protocols said "sizes[1] (1) must be an integer >= 2"; collect names the column."""
+    pd.DataFrame({"a": ["x", "y"] * 20, "const": ["k"] * 40}).to_csv(tmp_path / "d.csv",
+                                                                     index=False)
+    dom = {"format": "lopub-domain", "version": 1, "attributes": [
+        {"name": "a", "categories": ["x", "y"]}, {"name": "const", "categories": ["k"]}]}
+    (tmp_path / "dom.json").write_text(json.dumps(dom))
+    code, _, err = _run(capsys, "compare-protocols", "--dataset", str(tmp_path / "d.csv"),
+                        "--domain", str(tmp_path / "dom.json"), "--epsilons", "1",
+                        "--protocols", "spl-grr", "--seed", "1")
+    assert code == 2 and "'const' (only ['k']) have one category" in err and "sizes[1]" not in err

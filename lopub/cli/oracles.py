@@ -171,12 +171,7 @@ def cmd_collect(a: argparse.Namespace) -> None:
     if a.protocol in PLANNED + ("bloom",):
         _collect_planned(a, data)
         return
-    one = [f"{x!r} (only {list(data.domain.labels(x))})" for x, k in zip(data.domain.attrs, data.domain.sizes)
-           if k < 2]
-    if one:
-        raise ValueError(f"--protocol {a.protocol}: attribute(s) {', '.join(one)} have one category; a "
-                         f"frequency oracle needs >= 2. A constant column carries no information: leave "
-                         f"it out of the domain (lopub schema --columns ...) or use --protocol auto")
+    _refuse_constant(data.domain, f"--protocol {a.protocol}", "or use --protocol auto")
     _check_budgets(a, len(data.domain.attrs))
     meta = {"format": FORMAT, "version": VERSION, "lopub_version": __version__,
             "protocol": a.protocol, "solution": a.solution or "spl", "epsilon": a.epsilon,
@@ -197,6 +192,15 @@ def cmd_collect(a: argparse.Namespace) -> None:
     save_reports(a.out, meta, arrays)
     emit({k: meta[k] for k in ("protocol", "solution", "epsilon", "eps_1", "n")}, a.json,
          f"collected {data.n} {a.protocol} reports ({meta['solution']}) -> {a.out}")
+
+
+def _refuse_constant(domain: Any, what: str, alternative: str = "") -> None:
+    """Refuse attributes of one category, which no frequency oracle can report, naming them."""
+    one = [f"{x!r} (only {list(domain.labels(x))})" for x, k in zip(domain.attrs, domain.sizes) if k < 2]
+    if one:
+        raise ValueError(f"{what}: attribute(s) {', '.join(one)} have one category; a "
+                         f"frequency oracle needs >= 2. A constant column carries no information: leave "
+                         f"it out of the domain (lopub schema --columns ...) {alternative}".rstrip())
 
 
 def cmd_estimate(a: argparse.Namespace) -> None:
@@ -243,6 +247,8 @@ def cmd_compare(a: argparse.Namespace) -> None:
         if not a.domain:
             raise ValueError("--domain is needed when --dataset is a CSV file")
         data = _load_data(a)
+    if any(p != "bloom" for p in protocols):
+        _refuse_constant(data.domain, f"--dataset {a.dataset}", "or compare --protocols bloom only")
     check_work(a.runs, data.n, len(eps), len(protocols), name="--runs")  # before any simulation
     rows = compare(data.codes, data.domain.sizes, eps, protocols, runs=a.runs,
                    eps1_ratio=a.eps1_ratio, method=a.postprocess, dataset=data,
