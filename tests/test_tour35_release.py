@@ -2,6 +2,7 @@
 synthesize, export, report, the Synthesizer), each with the test that caught it."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -107,14 +108,19 @@ def test_synthesizer_fits_a_frame_with_integer_column_names(tmp_path):
 
 
 # -- 3. an unconverged model fit that already fits its measurements is a note, not a warning ----------
-def test_unconverged_fit_within_noise_is_no_warning():
-    """The verdict calls it "info: it already fits its measurements within their noise"; the fit's
-    warnings must not tell the user (who has no tol option in the CLI or the Synthesizer) to act."""
+@pytest.fixture(scope="module")
+def collected():
+    """Marginal-sampling reports of 20,000 embedded records at epsilon 8 (the demo's setting)."""
     from lopub.collect import collect
     from lopub.datasets import embedded
 
-    data = embedded(20_000, rng=0)
-    reports, _ = collect(data, 8.0, rng=0)
+    return collect(embedded(20_000, rng=0), 8.0, rng=0)[0]
+
+
+def test_unconverged_fit_within_noise_is_no_warning(collected):
+    """The verdict calls it "info: it already fits its measurements within their noise"; the fit's
+    warnings must not tell the user (who has no tol option in the CLI or the Synthesizer) to act."""
+    reports = collected
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tight = fit(reports, fit_options={"tol": 1e-2}).report  # stops early, on tol
@@ -124,3 +130,34 @@ def test_unconverged_fit_within_noise_is_no_warning():
     assert not [w for w in tight.warnings if "did not converge" in w]
     assert few.model_fit["converged"] is False
     assert [w for w in few.warnings if "did not converge" in w]
+
+
+# -- 4. an export says where it cannot give lopub query's answers ---------------------------------------
+def test_export_warns_where_region_answers_differ_from_the_tree(collected, tmp_path):
+    """Measured sets in no clique are answered from relaxed region tables, which no factor format
+    holds: the exported model gives the tree's answer there, and the export must say so."""
+    pgmpy = pytest.importorskip("pgmpy")  # noqa: F841
+    from pgmpy.inference import VariableElimination
+    from pgmpy.readwrite import UAIReader
+
+    from lopub.publish.export import export_model, region_gap
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit(collected).model
+    count, worst, attrs = region_gap(model)
+    assert count and worst > 0.01  # this model's region tables differ from its tree
+    with pytest.warns(UserWarning, match=re.escape(f"up to TVD {worst:.3g} from lopub query's (on {attrs!r})")):
+        export_model(model, tmp_path / "m.uai", "uai")
+    # what the file gives is the tree's answer, as the warning says
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = UAIReader(str(tmp_path / "m.uai")).get_model()
+        names = [f"var_{model.domain.attrs.index(a)}" for a in attrs]
+        got = VariableElimination(net).query(names, show_progress=False, joint=True)
+    got_v = np.transpose(got.values, [got.variables.index(v) for v in names])
+    np.testing.assert_allclose(got_v / got_v.sum(), model.project(attrs, regions=False).values, atol=1e-9)
+    model.meta.pop("regions")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        export_model(model, tmp_path / "m2.uai", "uai")

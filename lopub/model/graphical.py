@@ -136,11 +136,13 @@ class Model:
         return cls(domain, tree, tables, n, graph, meta)
 
     # queries -------------------------------------------------------------
-    def project(self, attrs: Sequence[str]) -> Marginal:
+    def project(self, attrs: Sequence[str], *, regions: bool = True) -> Marginal:
         """Joint of ``attrs`` (axes in the given order), labels attached.
 
         Inside one clique: projection of the smallest clique holding them.
-        Otherwise: exact inference over the Steiner subtree.
+        Otherwise: the smallest relaxed region table holding them (measured
+        sets in no clique, ``meta["regions"]``; ``regions=False`` skips them),
+        else exact inference over the Steiner subtree.
 
         Raises
         ------
@@ -161,7 +163,7 @@ class Model:
             out = self.cliques[i].project(attrs)
             meta = {"method": "model", "answer": "clique", "clique": list(self.tree.cliques[i])}
             return Marginal(out.domain, out.values, self.n, meta)
-        region = self._region(attrs)
+        region = self._region(attrs) if regions else None
         if region is not None:
             return region
         values = self._infer(attrs)
