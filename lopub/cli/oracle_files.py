@@ -138,6 +138,59 @@ def _refuse_lip_method(path: str, lip_method: str | None, protocol: str) -> None
                          f"reports; it picks the estimator of rr-lip and ue-lip reports only")
 
 
+def _stderrs(meta: dict, arrays: dict, freqs: list, lip_method: str) -> list:
+    """Analytic standard error of each attribute's estimates (``None`` where lopub has no
+    closed form: LH-LIP, UE-LIP's posterior mean above 12 categories, no reports).
+
+    The oracle's exact fixed-dataset variance at the post-processed estimate, as in
+    :mod:`lopub.oracles.measure`: at ``n_j`` reports plus the sampling term
+    ``f (1 - f) (1/n_j - 1/n)`` for SMP and ALLOMFREE.
+    """
+    d, n = len(meta["attrs"]), meta["n"]
+    if meta["protocol"] in LIP:
+        if meta["protocol"] == "lh-lip":
+            return [None] * d
+        out: list = []
+        for m, f in zip(lip_server_mechanisms(meta), freqs):  # loop over attributes
+            try:
+                out.append(m.variance(n, f, method=lip_method))
+            except ValueError:  # UE-LIP's Bayes variance enumerates 2^k outputs (k <= 12)
+                out.append(None)
+    else:
+        oracles = build_scheme(meta).oracles
+        sampled = "attributes" in arrays
+        n_j = np.bincount(arrays["attributes"].ravel(), minlength=d) if sampled else [n] * d
+        out = [None if f is None or nj == 0 else
+               np.asarray(o.variance(int(nj), f)) + (f * (1 - f) * (1 / nj - 1 / n) if sampled else 0.0)
+               for o, f, nj in zip(oracles, freqs, n_j)]
+    return [None if v is None or f is None else np.sqrt(np.clip(v, 0.0, None))
+            for v, f in zip(out, freqs)]
+
+
+def estimate_file_with_stderr(path: str, method: str = "clip",
+                              lip_method: str | None = None) -> tuple[dict, dict]:
+    """``(marginals, stderr)``: :func:`estimate_file`'s marginals and, for oracle and
+    LIP reports files, the analytic standard error of every estimate
+    ``{attr: {label: se}}`` (``None`` for an attribute without one; an empty dict for
+    Bloom and marginal-sampling reports)."""
+    is_npz = False
+    if not os.path.isdir(path):
+        with open(path, "rb") as fh:
+            is_npz = fh.read(2) == b"PK"
+    if not is_npz or npz_format(path) == MARGINAL_FORMAT:
+        return estimate_file(path, method, lip_method), {}
+    meta, arrays = load_reports(path)
+    _refuse_lip_method(path, lip_method, meta["protocol"])
+    raw = _estimate_oracles(meta, arrays, lip_method or "bayes")
+    freqs = [None if r is None else postprocess(r, method).freq for r in raw]
+    se = _stderrs(meta, arrays, freqs, lip_method or "bayes")
+    labels = meta["labels"]
+    marg = {a: None if f is None else dict(zip(lab, f.tolist()))
+            for a, lab, f in zip(meta["attrs"], labels, freqs)}
+    return marg, {a: None if e is None else dict(zip(lab, e.tolist()))
+                  for a, lab, e in zip(meta["attrs"], labels, se)}
+
+
 def estimate_file(path: str, method: str = "clip", lip_method: str | None = None) -> dict:
     """One-way marginals ``{attr: {label: freq}}`` from any reports file.
 

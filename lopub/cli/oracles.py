@@ -21,8 +21,8 @@ from lopub.cli._commands import add_command
 from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, default, emit,
                                seed_arg)
 from lopub.cli.oracle_files import (FORMAT, LIP, PROTOCOLS, VERSION, _check_prior_sizes, _lip_client, _lip_eps,
-                           build_scheme, estimate_file, lip_server_mechanisms, load_reports,
-                           save_reports)
+                           build_scheme, estimate_file, estimate_file_with_stderr, lip_server_mechanisms,
+                           load_reports, save_reports)
 
 __all__ = ["LGRR_HELP", "REGISTER", "RRLIP", "build_scheme", "estimate_file", "lip_server_mechanisms",
            "load_reports", "register", "save_reports"]
@@ -204,10 +204,15 @@ def _refuse_constant(domain: Any, what: str, alternative: str = "") -> None:
 
 
 def cmd_estimate(a: argparse.Namespace) -> None:
-    out = estimate_file(a.reports, a.postprocess, a.lip_method)  # its warnings: see run()
+    out, se = estimate_file_with_stderr(a.reports, a.postprocess, a.lip_method)  # warnings: see run()
+
+    def line(attr: str, lab: str, v: float) -> str:
+        err = (se.get(attr) or {}).get(lab)
+        return f"  {lab}: {v:.4f}" + ("" if err is None else f"  (standard error {err:.4f})")
+
     text = "\n".join(f"{attr}: no reports" if freqs is None else f"{attr}:\n" + "\n".join(
-        f"  {lab}: {v:.4f}" for lab, v in freqs.items()) for attr, freqs in out.items())
-    emit({"postprocess": a.postprocess, "marginals": out}, a.json, text)
+        line(attr, lab, v) for lab, v in freqs.items()) for attr, freqs in out.items())
+    emit({"postprocess": a.postprocess, "marginals": out, "stderr": se}, a.json, text)
 
 
 def _epsilons(text: str) -> list[float]:
