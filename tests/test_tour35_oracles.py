@@ -246,3 +246,18 @@ def test_estimate_freq_stderr_is_the_oracles_variance(wide, capsys):
     f = np.array(list(got["marginals"]["city"].values()))
     want = np.sqrt(OUE(2.0, 40).variance(len(df), f))
     np.testing.assert_allclose(list(got["stderr"]["city"].values()), want, rtol=1e-12)
+
+
+def test_estimate_freq_on_marginal_reports_states_standard_errors(wide, capsys):
+    tmp, _ = wide
+    code, _, err = _run(capsys, "collect", str(tmp / "d.csv"), "--domain", str(tmp / "dom.json"),
+                        "--epsilon", "2", "--protocol", "one-attribute", "--seed", "1", "--out",
+                        str(tmp / "m.npz"))
+    assert code == 0, err
+    code, out, err = _run(capsys, "estimate-freq", str(tmp / "m.npz"), "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert list(got["stderr"]["city"]) == list(got["marginals"]["city"])
+    assert all(0 < s < 1 for s in got["stderr"]["city"].values())
+    code, _, err = _run(capsys, "estimate-freq", str(tmp / "m.npz"), "--lip-method", "invert")
+    assert code == 2 and "--lip-method" in err

@@ -177,7 +177,10 @@ def estimate_file_with_stderr(path: str, method: str = "clip",
     if not os.path.isdir(path):
         with open(path, "rb") as fh:
             is_npz = fh.read(2) == b"PK"
-    if not is_npz or npz_format(path) == MARGINAL_FORMAT:
+    if is_npz and npz_format(path) == MARGINAL_FORMAT:
+        _refuse_lip_method(path, lip_method, "marginal-sampling")
+        return _marginal_one_way(path, method, with_stderr=True)
+    if not is_npz:
         return estimate_file(path, method, lip_method), {}
     meta, arrays = load_reports(path)
     _refuse_lip_method(path, lip_method, meta["protocol"])
@@ -215,7 +218,8 @@ def estimate_file(path: str, method: str = "clip", lip_method: str | None = None
         attrs, labels = reports.spec.domain.attrs, [reports.spec.domain.labels(x)
                                                    for x in reports.spec.domain.attrs]
     elif npz_format(path) == MARGINAL_FORMAT:
-        return _marginal_one_way(path, method)
+        _refuse_lip_method(path, lip_method, "marginal-sampling")
+        return _marginal_one_way(path, method)[0]
     else:
         meta, arrays = load_reports(path)
         _refuse_lip_method(path, lip_method, meta["protocol"])
@@ -241,14 +245,19 @@ def npz_format(path: str) -> str | None:
     return meta.get("format") if isinstance(meta, dict) else None
 
 
-def _marginal_one_way(path: str, method: str) -> dict:
+def _marginal_one_way(path: str, method: str, with_stderr: bool = False) -> tuple[dict, dict]:
     """One-way marginals of marginal-sampling (or one-attribute) reports: the measurements the
-    model is fitted to, projected on each attribute (inverse-variance combined)."""
+    model is fitted to, projected on each attribute (inverse-variance combined); with
+    ``with_stderr`` also their standard errors (else an empty dict)."""
     from lopub.collect import MarginalReports
     from lopub.collect.server import measure_marginals
 
     post = method if method in ("norm-sub", "clip", "simplex", "none") else "norm-sub"
     source = measure_marginals(MarginalReports.load(path), postprocess=post)
     dom = source.domain
-    return {a: dict(zip(dom.labels(a), np.asarray(source.marginal([a]).values, dtype=float).tolist()))
-            for a in dom.attrs}
+    tables = {a: source.marginal([a]) for a in dom.attrs}
+    marg = {a: dict(zip(dom.labels(a), np.asarray(m.values, dtype=float).tolist()))
+            for a, m in tables.items()}
+    se = {a: dict(zip(dom.labels(a), np.sqrt(np.asarray(m.variance, dtype=float)).tolist()))
+          for a, m in tables.items()} if with_stderr else {}
+    return marg, se
