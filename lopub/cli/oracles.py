@@ -159,8 +159,8 @@ def _collect_lip(a: argparse.Namespace, data: Any, meta: dict) -> dict:
     if a.protocol == "rr-lip":  # the exact channels, so the server never re-solves the LP
         meta.update(matrices=[m.matrix.tolist() for m in mechs],
                     mechanisms=[m.mechanism for m in mechs])
-    return {f"reports_{j}": m.perturb(data.codes[:, j], rng=a.seed + j if a.seed is not None
-                                      else None) for j, m in enumerate(mechs)}
+    rng = np.random.default_rng(a.seed)  # one stream for all attributes, as for the other oracles
+    return {f"reports_{j}": m.perturb(data.codes[:, j], rng=rng) for j, m in enumerate(mechs)}
 
 
 def cmd_collect(a: argparse.Namespace) -> None:
