@@ -161,3 +161,27 @@ def test_export_warns_where_region_answers_differ_from_the_tree(collected, tmp_p
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         export_model(model, tmp_path / "m2.uai", "uai")
+
+
+# -- 5. the report's privacy statement says where the domain came from -----------------------------------
+@pytest.mark.parametrize("provenance", ["inferred from private data", "public", None])
+def test_report_privacy_statement_follows_the_domain_provenance(collected, provenance):
+    """A domain inferred from the records reveals them (categories, quantile edges); the report
+    must not call it public knowledge."""
+    import dataclasses
+
+    from lopub.publish.report.notes import privacy_statement, release_warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit(collected).model
+    model.domain = dataclasses.replace(model.domain, provenance=provenance)
+    text = " ".join(privacy_statement(model.meta["fit"]["collection"], real_shown=False, n=model.n,
+                                      domain=model.domain))
+    warned = [w for w in release_warnings(model, synthetic_n=None, real_n=None) if "domain" in w.lower()]
+    if provenance == "inferred from private data":
+        assert "inferred from the private records" in text and "public knowledge, not" not in text
+        assert warned and "reveal" in warned[0]
+    else:
+        assert "public knowledge, not from the private records" in text and not warned
+        assert ("assumed" in text) is (provenance is None)

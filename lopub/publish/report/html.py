@@ -181,14 +181,16 @@ def _warnings(ctx: _Inputs) -> str:
                           real_n=None if ctx.real is None else ctx.real.n)
     if not ws:
         return _section("warnings", "Warnings", "<p>No warnings beyond the verdict above.</p>")
-    items = "".join(f"<div class=\"warn{' danger' if w.startswith(('High epsilon', 'No privacy')) else ''}\">"
+    danger = ('High epsilon', 'No privacy', 'Private domain')
+    items = "".join(f"<div class=\"warn{' danger' if w.startswith(danger) else ''}\">"
                     f"{_e(w)}</div>" for w in ws)
     return _section("warnings", f"Warnings ({len(ws)})", items)
 
 
 def _privacy(ctx: _Inputs) -> str:
     n = ctx.model.n if isinstance(ctx.model.n, int) else None
-    paras = privacy_statement(collection_of(ctx.model), real_shown=ctx.real is not None, n=n)
+    paras = privacy_statement(collection_of(ctx.model), real_shown=ctx.real is not None, n=n,
+                              domain=ctx.model.domain)
     return _section("privacy", "Privacy statement", "".join(f"<p>{_e(p)}</p>" for p in paras))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from lopub.data.domain import INFERRED, PUBLIC
 from lopub.model.pgm.fit import why_not_converged
 from lopub.reports.shuffle import meaningful, shuffle_epsilon
 
@@ -15,8 +16,10 @@ CALIBRATION_AVD_WARN = 0.05
 SHUFFLE_DELTA = 1e-6
 
 
-def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n: int | None = None) -> list[str]:
-    """Paragraphs saying what privacy the release has, from the model's collection parameters."""
+def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n: int | None = None,
+                      domain: Any = None) -> list[str]:
+    """Paragraphs saying what privacy the release has, from the model's collection parameters and
+    the provenance of its ``domain`` (:data:`lopub.data.domain.INFERRED`: computed from the records)."""
     if collection is None:
         out = ["No collection parameters are recorded in this model: it was not fitted from "
                "locally private reports (for example, it was fitted from the exact marginals of "
@@ -47,13 +50,28 @@ def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n:
     shuffled = shuffle_note(collection, n)
     if shuffled:
         out.append(shuffled)
-    out.append("The domain (attributes, categories, bins) is public: it is assumed to come from "
-               "public knowledge, not from the private records.")
+    out.append(domain_statement(domain))
     if real_shown:
         out.append("This report also shows exact statistics of the real data (its bars, mutual "
                    "information, distances and scores). Those are NOT protected: the report is for "
                    "the data owner's evaluation and must not be published with the release.")
     return out
+
+
+def domain_statement(domain: Any) -> str:
+    """What the privacy guarantee assumes of the domain, by its recorded provenance."""
+    provenance = getattr(domain, "provenance", None)
+    if provenance == INFERRED:
+        return ("The domain (attributes, categories, bins) was inferred from the private records "
+                f"(provenance: {INFERRED}): its categories and bin edges reveal them (who is in the "
+                "data, rare values, quantiles) and no privacy guarantee covers them. Publish the release "
+                "only with a domain written from public knowledge (a data dictionary, declared bounds "
+                "or edges), collected and fitted again under it.")
+    if provenance == PUBLIC:
+        return ("The domain (attributes, categories, bins) is public (provenance: public): it comes "
+                "from public knowledge, not from the private records.")
+    return ("The domain (attributes, categories, bins) is public: it is assumed to come from "
+            "public knowledge, not from the private records.")
 
 
 def shuffle_note(collection: dict[str, Any] | None, n: int | None, delta: float = SHUFFLE_DELTA) -> str | None:
@@ -100,6 +118,9 @@ def epsilon_meaning(eps: float) -> str:
 def release_warnings(model: Any, *, synthetic_n: int | None, real_n: int | None) -> list[str]:
     """Warnings a publisher should read: dropped edges, high epsilon, small numbers, disagreements."""
     out = _dropped_edge_warnings(model)
+    if getattr(model.domain, "provenance", None) == INFERRED:
+        out.append("Private domain: the categories and bin edges were inferred from the private records "
+                   "and reveal them; see the privacy statement.")
     coll = collection_of(model)
     if coll is None:
         out.append("No privacy guarantee: the model was not fitted from locally private reports.")
