@@ -291,3 +291,14 @@ def test_lip_collect_seeds_give_independent_runs(tmp_path, capsys, protocol):
                         str(tmp_path / "again.npz"))
     again = load_reports(str(tmp_path / "again.npz"))[1]
     assert all(np.array_equal(again[key], runs[0][key]) for key in ("reports_0", "reports_1"))
+
+
+def test_lh_lip_impossible_prior_says_why_and_offers_no_smaller_g():
+    """'use a smaller g' was offered at g = 2, the smallest (and not an option of collect)."""
+    from lopub.oracles import LHLIP
+
+    mech = LHLIP([1e-3, 1 - 1e-3], 0.5)
+    with pytest.raises(ValueError) as info:
+        mech.perturb(np.zeros(10, dtype=np.int64), rng=0)
+    msg = str(info.value)
+    assert "smaller g" not in msg and "largest probability" in msg and "RR-LIP" in msg

@@ -229,8 +229,16 @@ class LHLIP(MeasureMixin):
                 return a, b
             a[bad], b[bad] = draw_hash_seeds(int(bad.sum()), rng=rng)
             bad[bad] = self.hashed_priors(a[bad], b[bad]).min(axis=1) < bound
-        raise ValueError(f"no valid hash found for g ({self.g}) and this prior at epsilon "
-                         f"({self.epsilon}); use a smaller g or RR-LIP")
+        if self.prior.max() > 1 - (self.g - 1) * bound:  # no split of the values can work
+            raise ValueError(
+                f"no hash into g ({self.g}) buckets can give every bucket prior mass >= "
+                f"1/(e^eps + 1) = {bound:.6g}: the prior's largest probability "
+                f"({self.prior.max():.6g}) leaves less than that to the other buckets at epsilon "
+                f"({self.epsilon}); use RR-LIP or UE-LIP"
+                + (", or a smaller g" if self.g > 2 else "") + ", or a larger epsilon")
+        raise ValueError(f"no valid hash found in {self.max_redraws} redraws for g ({self.g}) "
+                         f"and this prior at epsilon ({self.epsilon}); use "
+                         + ("a smaller g, " if self.g > 2 else "") + "RR-LIP or UE-LIP")
 
     def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """Rows ``(a, b, y)`` for ``n`` users."""
