@@ -302,3 +302,25 @@ def test_lh_lip_impossible_prior_says_why_and_offers_no_smaller_g():
         mech.perturb(np.zeros(10, dtype=np.int64), rng=0)
     msg = str(info.value)
     assert "smaller g" not in msg and "largest probability" in msg and "RR-LIP" in msg
+
+
+def test_lip_prior_by_label(tmp_path, capsys):
+    """A prior keyed by label (label order is easy to get wrong) is accepted; one that misses a
+    label or names an unknown one is refused naming them ('has dict probabilities' before)."""
+    from lopub.cli.oracle_files import load_reports
+
+    pd.DataFrame({"c": ["Zürich", "Genève", "東京"] * 20}).to_csv(tmp_path / "d.csv", index=False)
+    labels = ["Genève", "Zürich", "東京"]
+    (tmp_path / "dom.json").write_text(json.dumps({"format": "lopub-domain", "version": 1,
+                                                   "attributes": [{"name": "c",
+                                                                   "categories": labels}]}))
+    argv = ["collect", str(tmp_path / "d.csv"), "--domain", str(tmp_path / "dom.json"),
+            "--protocol", "rr-lip", "--epsilon", "3", "--prior", str(tmp_path / "p.json"),
+            "--seed", "1", "--out", str(tmp_path / "r.npz")]
+    (tmp_path / "p.json").write_text(json.dumps({"c": {"東京": 0.5, "Zürich": 0.3, "Genève": 0.2}}))
+    code, _, err = _run(capsys, *argv)
+    assert code == 0, err
+    assert load_reports(str(tmp_path / "r.npz"))[0]["priors"] == [[0.2, 0.3, 0.5]]
+    (tmp_path / "p.json").write_text(json.dumps({"c": {"東京": 0.5, "Zurich": 0.5}}))
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and "missing ['Genève', 'Zürich']" in err and "['Zurich']" in err

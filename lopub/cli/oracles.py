@@ -57,6 +57,7 @@ def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
     if unknown:
         raise ValueError(f"--prior {a.prior!r} names attributes {unknown} that are not in the domain "
                          f"(its attributes: {attrs}); a typo would leave the real one without prior")
+    priors = {x: _prior_by_label(priors[x], x, list(data.domain.labels(x))) for x in attrs}
     _check_prior_sizes([priors[x] for x in attrs], attrs, list(data.domain.sizes), "--prior")
     eps = _lip_eps(a.epsilon, len(attrs))
     mechs = []
@@ -67,6 +68,19 @@ def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
             raise ValueError(f"--prior for attribute {x!r}: {exc}") from None
     return mechs
 
+
+
+def _prior_by_label(prior: Any, attr: str, labels: list) -> Any:
+    """A prior given as ``{label: probability}`` as a list in label order (a list is kept)."""
+    if not isinstance(prior, dict):
+        return prior
+    missing = [lab for lab in labels if lab not in prior]
+    unknown = [str(lab) for lab in prior if lab not in labels]
+    if missing or unknown:
+        raise ValueError(f"--prior for attribute {attr!r} must give a probability to each of its "
+                         f"labels {labels}" + (f"; missing {missing}" if missing else "")
+                         + (f"; not labels of {attr!r}: {unknown}" if unknown else ""))
+    return [prior[lab] for lab in labels]
 
 
 def _warn_ignored(a: argparse.Namespace) -> None:
@@ -284,7 +298,8 @@ def _register_collect(subparsers: Any) -> None:
                    "not for bloom, allomfree, *-lip)")
     c.add_argument("--r", type=int, help="attributes sampled per user with smp (default 1)")
     c.add_argument("--lgrr-variant", choices=LGRR_VARIANTS, help=LGRR_HELP)
-    c.add_argument("--prior", help="JSON {attribute: [probabilities in label order]} for *-lip")
+    c.add_argument("--prior", help="JSON {attribute: [probabilities in label order]} or "
+                   "{attribute: {label: probability}} for *-lip: public knowledge, not the data")
     c.add_argument("--out", required=True, help="reports file to write: .npz for marginal sampling, one "
                    "attribute per user and frequency oracles, .parquet for Bloom reports (when auto "
                    "picks Bloom, an .npz name is written as .parquet beside it, with a warning)")
