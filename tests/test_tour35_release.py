@@ -185,3 +185,20 @@ def test_report_privacy_statement_follows_the_domain_provenance(collected, prove
     else:
         assert "public knowledge, not from the private records" in text and not warned
         assert ("assumed" in text) is (provenance is None)
+
+
+# -- 6. lopub graph names the rule that chose the edges --------------------------------------------------
+def test_graph_text_names_the_structure_rule(typed, tmp_path, capsys):
+    """A model fitted with structure "auto" ignores phi; the header must not say "phi 0.4"."""
+    model, data = typed
+    path = tmp_path / "m.json"
+    model.save(path)
+    assert main(["graph", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"phi {model.graph.phi:g} (MI >= tau): ")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = fit(estimator=data).model
+    auto.save(path)
+    assert main(["graph", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("structure auto (significant dependence): ") and "phi" not in out.splitlines()[0]

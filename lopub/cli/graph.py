@@ -140,7 +140,9 @@ def cmd_graph(a: argparse.Namespace) -> None:
 
 def _graph_text(dg, tree, budget, pictures) -> str:
     gone = {frozenset(e) for e in dg.dropped}
-    text = [f"phi {dg.phi:g}: {len(dg.edges)} edges ({dg.stats.get('pairs_computed')} pairs computed)"]
+    rule = {"phi": f"phi {dg.phi:g} (MI >= tau)", "auto": "structure auto (significant dependence)",
+            "tree": "structure tree (Chow-Liu)"}.get(dg.structure, f"structure {dg.structure}")
+    text = [f"{rule}: {len(dg.edges)} edges ({dg.stats.get('pairs_computed')} pairs computed)"]
     text += [f"  {x} - {y}" + ("   [dropped for clique budget: in no clique]" if frozenset((x, y)) in gone
                                 else "") for x, y in dg.edges]
     if gone:
