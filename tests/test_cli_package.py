@@ -71,7 +71,7 @@ def test_quiet_silences_progress(reports, tmp_path, capsys, where):
     assert "pairwise joints: 3/3" in capsys.readouterr().err
     assert main(["--quiet"] + argv if where == "global" else argv + ["--quiet"]) == 0
     cap = capsys.readouterr()
-    assert cap.err == "" and "phi 0.4" in cap.out
+    assert cap.err == "" and "structure auto (significant dependence): " in cap.out
 
 
 def test_quiet_still_shows_warnings(tmp_path, capsys):
