@@ -266,8 +266,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
         if not a.domain:
             raise ValueError("--domain is needed when --dataset is a CSV file")
         data = _load_data(a)
-    if any(p != "bloom" for p in protocols):
-        _refuse_constant(data.domain, f"--dataset {a.dataset}", "or compare --protocols bloom only")
+    _refuse_constant(data.domain, f"--dataset {a.dataset}")  # compare() needs >= 2 categories each
     check_work(a.runs, data.n, len(eps), len(protocols), name="--runs")  # before any simulation
     rows = compare(data.codes, data.domain.sizes, eps, protocols, runs=a.runs,
                    eps1_ratio=a.eps1_ratio, method=a.postprocess, dataset=data,
@@ -314,7 +313,8 @@ def _register_collect(subparsers: Any) -> None:
 def _register_estimate_freq(subparsers: Any) -> None:
     post = default(estimate_file, "method")
     e = add_command(subparsers, "estimate-freq", description="Estimate every attribute's frequencies from an oracle reports file "
-        "(.npz from `collect`) or a Bloom reports file (EM).")
+        "(.npz from `collect`) or a Bloom reports file (EM), with the analytic standard error of each "
+        "estimate where lopub has one (oracle, RR-LIP, UE-LIP and marginal-sampling reports).")
     e.add_argument("reports", help="reports file")
     e.add_argument("--postprocess", choices=METHODS, default=post,
                    help=f"turn raw estimates into distributions (default {post})")
