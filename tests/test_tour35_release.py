@@ -202,3 +202,17 @@ def test_graph_text_names_the_structure_rule(typed, tmp_path, capsys):
     assert main(["graph", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("structure auto (significant dependence): ") and "phi" not in out.splitlines()[0]
+
+
+# -- 7. Synthesizer.query takes one attribute's name, as Model.query does --------------------------------
+def test_synthesizer_query_takes_one_name():
+    from lopub import Synthesizer
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 400), "income": rng.choice(["lo", "hi"], 400)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = Synthesizer(epsilon=8, rng=0).fit(df)
+    got = syn.query("income", where={"sex": "F"})
+    assert got.attrs == ("income",)
+    np.testing.assert_array_equal(got.values, syn.query(["income"], where={"sex": "F"}).values)

@@ -291,9 +291,10 @@ class Synthesizer:
         """
         return synthesize(self._fitted(), n, labels=labels, rng=seed, where=conditions or None)
 
-    def query(self, attrs: Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
-        """The model's marginal over ``attrs`` (conditioned on ``where``); see :meth:`Model.query`."""
-        return self._fitted().query(list(attrs), where)
+    def query(self, attrs: str | Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
+        """The model's marginal over ``attrs`` (one name or a list; conditioned on ``where``); see
+        :meth:`Model.query`."""
+        return self._fitted().query(attrs if isinstance(attrs, str) else list(attrs), where)
 
     def graph(self) -> "DependencyGraph | None":
         """The dependency graph (:class:`~lopub.dependency.graph.DependencyGraph`; ``.graph`` is
