@@ -324,3 +324,20 @@ def test_lip_prior_by_label(tmp_path, capsys):
     (tmp_path / "p.json").write_text(json.dumps({"c": {"東京": 0.5, "Zurich": 0.5}}))
     code, _, err = _run(capsys, *argv)
     assert code == 2 and "missing ['Genève', 'Zürich']" in err and "['Zurich']" in err
+
+
+@pytest.mark.parametrize("protocol", ["grr", "one-attribute"])
+def test_collect_out_names_a_file_of_the_right_kind(wide, capsys, protocol):
+    """An oracle collection wrote its NumPy archive under a .parquet name; 'out/' wrote a file
+    named 'out'; an existing folder gave '[Errno 21] Is a directory: .../.exdir.xxxx.tmp'."""
+    tmp, _ = wide
+    base = ["collect", str(tmp / "d.csv"), "--domain", str(tmp / "dom.json"), "--protocol",
+            protocol, "--epsilon", "2", "--seed", "1", "--out"]
+    code, out, err = _run(capsys, *base, str(tmp / "r.parquet"))
+    assert code == 0, err
+    assert (tmp / "r.npz").is_file() and not (tmp / "r.parquet").exists() and "r.npz" in err
+    (tmp / "folder").mkdir()
+    for name in ("folder", "folder/", "newdir/"):
+        code, _, err = _run(capsys, *base, f"{tmp}/{name}")  # (pathlib would drop the '/')
+        assert code == 2 and "names a folder" in err and ".tmp" not in err, (name, err)
+    assert not (tmp / "newdir").exists()

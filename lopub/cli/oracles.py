@@ -18,6 +18,7 @@ from lopub.oracles.multidim import SampledReports
 from lopub.estimate.postprocess import POSTPROCESS as METHODS
 from lopub.progress import warning
 from lopub.cli._commands import add_command
+from lopub.cli._outputs import check_output_path
 from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, default, emit,
                                seed_arg)
 from lopub.cli.oracle_files import (FORMAT, LIP, PROTOCOLS, VERSION, _check_prior_sizes, _lip_client, _lip_eps,
@@ -145,25 +146,32 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
 
 
 def _suffix(path: str) -> str:
-    import os
-
     return os.path.splitext(path)[1].lower()
 
 
 def _named_for(path: str, reports: Any, chosen: str) -> str:
     """``path``, or the same name with the suffix of what ``reports`` are (with a warning)."""
-    import os
-
     from lopub.collect import MarginalReports
 
-    want = ".npz" if isinstance(reports, MarginalReports) else ".parquet"
+    return _renamed(path, ".npz" if isinstance(reports, MarginalReports) else ".parquet", chosen,
+                    "lopub fit")
+
+
+def _renamed(path: str, want: str, chosen: str, reader: str) -> str:
+    """``path``, or the same name with suffix ``want`` when it has the other kind's (a warning);
+    a folder name is refused for a ``.npz`` file."""
     have = _suffix(path)
+    if want == ".npz":
+        if path.endswith(("/", os.sep)) or os.path.isdir(path):
+            raise ValueError(f"--out ({path!r}) names a folder; {chosen} reports are one .npz file: "
+                             f"name it, e.g. {os.path.join(path, 'reports.npz')!r}")
+        check_output_path(path, "--out")
     clash = have == ".npz" if want == ".parquet" else have in (".parquet", ".pq")
     if not clash or os.path.isdir(path):
         return path
     out = os.path.splitext(path)[0] + want
     warning(f"{chosen} reports are {'a NumPy archive' if want == '.npz' else 'a Parquet file'}: "
-            f"written to {out!r}, not {path!r} (read it with lopub fit {out})", command="collect")
+            f"written to {out!r}, not {path!r} (read it with {reader} {out})", command="collect")
     return out
 
 
@@ -187,6 +195,7 @@ def cmd_collect(a: argparse.Namespace) -> None:
         return
     _refuse_constant(data.domain, f"--protocol {a.protocol}", "or use --protocol auto")
     _check_budgets(a, len(data.domain.attrs))
+    out = _renamed(a.out, ".npz", a.protocol, "lopub estimate-freq")  # before any simulation
     meta = {"format": FORMAT, "version": VERSION, "lopub_version": __version__,
             "protocol": a.protocol, "solution": a.solution or "spl", "epsilon": a.epsilon,
             "eps_1": a.eps_1, "r": 1 if a.r is None else a.r,
@@ -203,9 +212,9 @@ def cmd_collect(a: argparse.Namespace) -> None:
         arrays = {f"reports_{j}": np.asarray(r) for j, r in enumerate(per_attr)}
         if isinstance(rep, SampledReports):
             arrays["attributes"] = rep.attributes
-    save_reports(a.out, meta, arrays)
-    emit({k: meta[k] for k in ("protocol", "solution", "epsilon", "eps_1", "n")}, a.json,
-         f"collected {data.n} {a.protocol} reports ({meta['solution']}) -> {a.out}")
+    save_reports(out, meta, arrays)
+    emit({**{k: meta[k] for k in ("protocol", "solution", "epsilon", "eps_1", "n")}, "out": out}, a.json,
+         f"collected {data.n} {a.protocol} reports ({meta['solution']}) -> {out}")
 
 
 def _refuse_constant(domain: Any, what: str, alternative: str = "") -> None:
