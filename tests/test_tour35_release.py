@@ -216,3 +216,31 @@ def test_synthesizer_query_takes_one_name():
     got = syn.query("income", where={"sex": "F"})
     assert got.attrs == ("income",)
     np.testing.assert_array_equal(got.values, syn.query(["income"], where={"sex": "F"}).values)
+
+
+# -- 8. "uniform within its (small) noise" only for a column measured near uniform -------------------------
+def test_flat_note_only_for_columns_measured_near_uniform():
+    """A column measured 0.12 from uniform at 2.7 standard deviations (not significant after the
+    Bonferroni correction over 40 columns) is not shown to be uniform: the verdict must not say it
+    "carries little information".  A column measured 0.01 from uniform with small noise still is."""
+    from types import SimpleNamespace
+
+    from lopub.data.domain import Attribute, Domain
+    from lopub.estimate.measurement import Measurement
+    from lopub.model.checks import uniform_check
+    from lopub.model.table_stats import Table, TableStats
+
+    names = [f"q{i:02d}" for i in range(40)]
+    dom = Domain(tuple(Attribute(a, ("0", "1")) for a in names))
+    shape = {names[0]: ([0.622, 0.378], 0.045 ** 2), names[1]: ([0.51, 0.49], 0.02 ** 2)}
+    one = {}
+    for a in names:
+        p, var = shape.get(a, ([0.7, 0.3], 0.036 ** 2))
+        m = Measurement(dom.project([a]), np.array(p), 240, {}, variance=var)
+        one[a] = Table(m, np.array(p))
+    stats = TableStats(SimpleNamespace(tree=SimpleNamespace(cliques=[(a,) for a in names])), one, [], [])
+    found = uniform_check(stats)
+    flat = [f for f in found if f.check == "no-information"]
+    assert len(flat) == 1 and flat[0].figures["columns"] == [names[1]]
+    kept = [f for f in found if f.check == "uniform"]
+    assert kept and kept[0].figures["significant"] == 38  # q00 is neither shown uniform nor significant

@@ -31,7 +31,8 @@ approximation, the reason for the margins below).
    than ``KEPT_SHARE`` of its strength.
 4. **no-information**: one-category columns; columns whose measurement is
    indistinguishable from uniform (within noise: a caveat when the noise is
-   large, a note when it is small enough to say the column *is* near uniform).
+   large, a note when it is small enough to say the column *is* near uniform
+   and it was measured within ``NOISY_TVD`` of uniform).
 5. **small-groups / hopeless**: marginal-sampling subsets with fewer than
    ``MIN_GROUP_USERS`` users; most columns lost in
    noise (the budget cannot support a release at this number of users).
@@ -153,7 +154,8 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
 
     ``shrunk``: the fit had the shrinkage priors (:mod:`lopub.model.pgm.shrink`); a lost signal then names
     a column holding most of the one-way cells, whose table dilutes the prior's pooled spread."""
-    kinds: dict[str, list[str]] = {"constant": [], "lost": [], "swamped": [], "flat": [], "kept": []}
+    kinds: dict[str, list[str]] = {"constant": [], "lost": [], "swamped": [], "flat": [], "unclear": [],
+                                   "kept": []}
     noise = {}
     tests = max(len(stats.one), 1)
     for a, t in stats.one.items():
@@ -229,7 +231,10 @@ def _one_way_kind(t: Table, tests: int) -> str:
     dof = t.dof
     stat_y = t.stat(y, u)
     if dof == 0 or st.chi2.sf(stat_y, dof) >= ALPHA / tests:
-        return "swamped" if t.noise_tvd() > NOISY_TVD else "flat"
+        if t.noise_tvd() > NOISY_TVD:
+            return "swamped"
+        # small noise: uniform only when measured near uniform, else neither shown uniform nor significant
+        return "flat" if table_tvd(y, u) <= NOISY_TVD else "unclear"
     if t.mu is not None and _lost(t.stat(t.mu.reshape(-1), u), stat_y, dof):
         return "lost"
     return "kept"
