@@ -341,3 +341,16 @@ def test_collect_out_names_a_file_of_the_right_kind(wide, capsys, protocol):
         code, _, err = _run(capsys, *base, f"{tmp}/{name}")  # (pathlib would drop the '/')
         assert code == 2 and "names a folder" in err and ".tmp" not in err, (name, err)
     assert not (tmp / "newdir").exists()
+
+
+def test_compare_protocols_warns_about_options_it_ignores(wide, capsys):
+    """--n with a CSV or Adult, --domain with the embedded data changed nothing, silently."""
+    tmp, _ = wide
+    code, _, err = _run(capsys, "compare-protocols", "--dataset", str(tmp / "d.csv"), "--domain",
+                        str(tmp / "dom.json"), "--n", "500", "--epsilons", "2", "--protocols",
+                        "spl-grr", "--seed", "1")
+    assert code == 0 and "--n is ignored" in err
+    code, _, err = _run(capsys, "compare-protocols", "--dataset", "embedded", "--domain",
+                        str(tmp / "dom.json"), "--n", "500", "--epsilons", "2", "--protocols",
+                        "spl-grr", "--seed", "1")
+    assert code == 0 and "--domain is ignored" in err and "--n is ignored" not in err

@@ -30,6 +30,8 @@ __all__ = ["LGRR_HELP", "REGISTER", "RRLIP", "build_scheme", "estimate_file", "l
 LGRR_HELP = ("L-GRR round 2 for l-grr and allomfree: 'paper' (Eq. 13, default, to reproduce "
              "the paper) or 'exact', which spends the single-report budget fully (Var* at "
              "(eps_inf, eps_1) = (1, 0.6), k = 32, n = 10,000: 0.1250 paper vs 0.0047 exact)")
+#: records of the embedded dataset that ``compare-protocols`` simulates unless told otherwise
+EMBEDDED_N = 20000
 #: the protocols ``compare-protocols`` runs unless told otherwise (a quick subset of the library's)
 CLI_PROTOCOLS = "bloom,spl-grr,spl-oue,smp-grr,smp-oue,smp-olh,allomfree"
 
@@ -261,12 +263,17 @@ def cmd_compare(a: argparse.Namespace) -> None:
     if not 0 < a.eps1_ratio < 1:
         raise ValueError(f"--eps1-ratio ({a.eps1_ratio:g}) must be in (0, 1): eps_1 = ratio x "
                          f"eps_inf, and one report cannot cost more than all of them")
+    named = a.dataset in ("adult", "embedded")
+    for option, bad in (("--n", a.n is not None and a.dataset != "embedded"),
+                        ("--domain", a.domain is not None and named)):
+        if bad:  # the option would not change the comparison: say so rather than ignore it
+            warning(f"{option} is ignored with --dataset {a.dataset}", command="compare-protocols")
     if a.dataset == "adult":
         from lopub.datasets import load_adult
         data = load_adult().select(list(ADULT_CATEGORICAL))
     elif a.dataset == "embedded":
         from lopub.datasets import embedded
-        data = embedded(a.n, rng=a.seed)
+        data = embedded(EMBEDDED_N if a.n is None else a.n, rng=a.seed)
     else:
         a.csv = a.dataset
         if not os.path.isfile(a.dataset):
@@ -343,7 +350,7 @@ def _register_compare(subparsers: Any) -> None:
                    help="'embedded', 'adult' (its 9 categorical attributes) or a CSV path")
     p.add_argument("--domain", help="domain JSON when --dataset is a CSV")
     add_na_values(p)
-    p.add_argument("--n", type=int, default=20000, help="records of the embedded dataset")
+    p.add_argument("--n", type=int, help=f"records of the embedded dataset (default {EMBEDDED_N:,})")
     p.add_argument("--epsilons", default="0.5,1,2,4,8", help="comma-separated budgets")
     p.add_argument("--protocols", default=CLI_PROTOCOLS,
                    help="comma-separated: bloom, allomfree, spl-<oracle>, smp-<oracle>")
