@@ -328,9 +328,36 @@ class LHLIP(MeasureMixin):
         """
         n = check_int("n", n, 1)
         f = self.prior if f is None else np.asarray(f, dtype=float)
-        q = self._channels(*self._seeds_for_variance())  # (s, x, y)
-        lam = np.einsum("x,sxy->sy", self.prior, q)
-        post = self.prior[None, :, None] * q / lam[:, None, :]  # (s, k, y)
-        mean = np.einsum("sxy,sky->xk", q, post) / q.shape[0]
-        second = np.einsum("sxy,sky->xk", q, post ** 2) / q.shape[0]
-        return f @ (second - mean ** 2) / n
+        mean, f_second = self._posterior_moments(f)
+        return (f_second - f @ mean ** 2) / n
+
+    def _posterior_moments(self, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``E[post_k | x]`` (``(k, k)``, rows ``x``) and ``sum_x f_x E[post_k^2 | x]``
+        (``(k,)``), averaged over the variance seeds, in closed form.
+
+        For one seed with bucket masses ``m`` (``lambda_y = m_y``), ``a = 1 - e^-eps``
+        and ``c = e^-eps``: ``E[post_k | x] = P_k (a^2 [h(x) = h(k)] / m_h(k) + 2ac + c^2)``
+        and ``E[post_k^2 | x] = P_k^2 ([h(x) = h(k)] (a^3 / m_h(k)^2 + 2 a^2 c / m_h(k))
+        + a^2 c / m_h(k) + 3 a c^2 + c^3)``.  The collision term summed over seeds is one
+        matrix product, in blocks of seeds (memory ``O(k x block)``, not ``seeds x k^2``).
+        """
+        a_s, b_s = self._seeds_for_variance()
+        a, c = float(-np.expm1(-self.epsilon)), float(np.exp(-self.epsilon))
+        k, g, seeds = self.k, self.g, a_s.shape[0]
+        collide = np.zeros((k, k))  # sum over seeds of [h(x) = h(k)] / m_h(k)
+        f_second = np.zeros(k)
+        step = max(1, UE_CHUNK_CELLS // (k * g))
+        for start in range(0, seeds, step):  # blocks of seeds, each a vectorized product
+            h = lh_hash(a_s[start:start + step], b_s[start:start + step], np.arange(k), g)
+            mass = self.hashed_priors(a_s[start:start + step], b_s[start:start + step])
+            onehot = np.zeros((k, h.shape[0], g))
+            onehot[np.arange(k)[:, None], np.arange(h.shape[0])[None, :], h.T] = 1.0
+            inv = 1.0 / np.take_along_axis(mass, h, axis=1)  # (block, k): 1 / m_h(k)
+            flat = onehot.reshape(k, -1)
+            collide += flat @ (flat * (1.0 / mass).ravel()[None, :]).T
+            f_bucket = np.einsum("x,xsb->sb", f, onehot)  # f-mass of each bucket
+            f_same = np.take_along_axis(f_bucket, h, axis=1)  # (block, k): F_h(k)
+            f_second += (f_same * (a ** 3 * inv ** 2 + 2 * a ** 2 * c * inv)
+                         + f.sum() * (a ** 2 * c * inv + 3 * a * c ** 2 + c ** 3)).sum(axis=0)
+        mean = self.prior[None, :] * (a ** 2 * collide / seeds + 2 * a * c + c ** 2)
+        return mean, self.prior ** 2 * f_second / seeds
