@@ -377,3 +377,19 @@ def test_lh_lip_variance_closed_form_matches_enumeration_and_is_fast():
     start = time.perf_counter()
     var = LHLIP(np.full(1000, 1e-3), 1.0).variance(10_000)
     assert time.perf_counter() - start < 15 and var.shape == (1000,) and np.all(var > 0)
+
+
+@pytest.mark.parametrize("protocol, lip", [("rr-lip", []), ("lh-lip", []),
+                                           ("ue-lip", ["--lip-method", "bayes"])])
+def test_estimate_freq_states_no_standard_error_for_the_biased_posterior_mean(wide, capsys,
+                                                                             protocol, lip):
+    """The posterior mean sits near the prior: its small variance is not its error."""
+    tmp, _ = wide
+    (tmp / "prior.json").write_text(json.dumps({"sex": [0.5, 0.5], "city": [1 / 40] * 40}))
+    code, _, err = _run(capsys, "collect", str(tmp / "d.csv"), "--domain", str(tmp / "dom.json"),
+                        "--epsilon", "8", "--protocol", protocol, "--prior",
+                        str(tmp / "prior.json"), "--out", str(tmp / "r.npz"))
+    assert code == 0, err
+    code, out, err = _run(capsys, "estimate-freq", str(tmp / "r.npz"), "--json", *lip)
+    assert code == 0, err
+    assert json.loads(out)["stderr"] == {"sex": None, "city": None}

@@ -139,8 +139,9 @@ def _refuse_lip_method(path: str, lip_method: str | None, protocol: str) -> None
 
 
 def _stderrs(meta: dict, arrays: dict, freqs: list, lip_method: str) -> list:
-    """Analytic standard error of each attribute's estimates (``None`` where lopub has no
-    closed form: LH-LIP, UE-LIP's posterior mean above 12 categories, no reports).
+    """Analytic standard error of each attribute's unbiased estimates (``None`` for an
+    attribute without reports, and for LIP's posterior mean: ``--lip-method bayes`` and
+    LH-LIP, biased toward the prior, so that their variance does not measure their error).
 
     The oracle's exact fixed-dataset variance at the post-processed estimate, as in
     :mod:`lopub.oracles.measure`: at ``n_j`` reports plus the sampling term
@@ -148,14 +149,10 @@ def _stderrs(meta: dict, arrays: dict, freqs: list, lip_method: str) -> list:
     """
     d, n = len(meta["attrs"]), meta["n"]
     if meta["protocol"] in LIP:
-        if meta["protocol"] == "lh-lip":
+        if meta["protocol"] == "lh-lip" or lip_method != "invert":
             return [None] * d
-        out: list = []
-        for m, f in zip(lip_server_mechanisms(meta), freqs):  # loop over attributes
-            try:
-                out.append(m.variance(n, f, method=lip_method))
-            except ValueError:  # UE-LIP's Bayes variance enumerates 2^k outputs (k <= 12)
-                out.append(None)
+        out: list = [m.variance(n, f, method="invert")
+                     for m, f in zip(lip_server_mechanisms(meta), freqs)]  # attributes
     else:
         oracles = build_scheme(meta).oracles
         sampled = "attributes" in arrays

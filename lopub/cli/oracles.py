@@ -330,7 +330,7 @@ def _register_estimate_freq(subparsers: Any) -> None:
     post = default(estimate_file, "method")
     e = add_command(subparsers, "estimate-freq", description="Estimate every attribute's frequencies from an oracle reports file "
         "(.npz from `collect`) or a Bloom reports file (EM), with the analytic standard error of each "
-        "estimate where lopub has one (oracle, RR-LIP, UE-LIP and marginal-sampling reports).")
+        "unbiased estimate (oracle and marginal-sampling reports; LIP reports with --lip-method invert).")
     e.add_argument("reports", help="reports file")
     e.add_argument("--postprocess", choices=METHODS, default=post,
                    help=f"turn raw estimates into distributions (default {post})")
