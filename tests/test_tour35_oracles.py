@@ -393,3 +393,13 @@ def test_estimate_freq_states_no_standard_error_for_the_biased_posterior_mean(wi
     code, out, err = _run(capsys, "estimate-freq", str(tmp / "r.npz"), "--json", *lip)
     assert code == 0, err
     assert json.loads(out)["stderr"] == {"sex": None, "city": None}
+
+
+@pytest.mark.parametrize("seed", [(0, 3), (-1, 3), (1, -1), (1 << 31, 0)])
+def test_olh_transition_matrix_refuses_a_seed_outside_the_family(seed):
+    """a = 0 hashes every value to one bucket: a channel of level 0 that no client uses."""
+    from lopub.oracles import OLH
+
+    with pytest.raises(ValueError, match="column (a|b)"):
+        OLH(1.0, 4).transition_matrix(*seed)
+    assert OLH(1.0, 4).transition_matrix(1, 0).shape == (4, 4)

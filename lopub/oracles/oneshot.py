@@ -371,7 +371,13 @@ class LocalHashing(SupportOracle):
         return counts.astype(float)
 
     def transition_matrix(self, a: int = 1, b: int = 0) -> np.ndarray:
-        """``k x g`` channel ``P(y | x)`` for the fixed hash seed ``(a, b)``."""
+        """``k x g`` channel ``P(y | x)`` for the fixed hash seed ``(a, b)`` of the family
+        (``a`` in ``[1, P)``, ``b`` in ``[0, P)``; others raise ``ValueError``)."""
+        try:
+            check_hashed_reports(np.array([[a, b, 0]], dtype=np.int64), self.g)
+        except (ValueError, OverflowError) as exc:
+            raise ValueError(f"hash seed (a={a}, b={b}) is not one of the family's, which "
+                             f"clients draw from: {exc}") from None
         hashed = lh_hash(np.array([a]), np.array([b]), np.arange(self.k), self.g)[0]
         out = np.full((self.k, self.g), (1 - self.p) / (self.g - 1))
         out[np.arange(self.k), hashed] = self.p
