@@ -403,3 +403,12 @@ def test_olh_transition_matrix_refuses_a_seed_outside_the_family(seed):
     with pytest.raises(ValueError, match="column (a|b)"):
         OLH(1.0, 4).transition_matrix(*seed)
     assert OLH(1.0, 4).transition_matrix(1, 0).shape == (4, 4)
+
+
+def test_python_collect_points_an_oracle_name_to_lopub_oracles():
+    """collect(dataset, eps, protocol='oue') only listed the planned protocols."""
+    from lopub.collect import collect
+    from lopub.datasets import embedded
+
+    with pytest.raises(ValueError, match=r"lopub\.oracles .*--protocol oue"):
+        collect(embedded(100, rng=0), 4.0, protocol="oue")

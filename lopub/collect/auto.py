@@ -16,8 +16,12 @@ from lopub.collect.planner import PlanReport, plan
 from lopub.collect.reports import MarginalReports
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
+from lopub.oracles.longitudinal import LONGITUDINAL
+from lopub.oracles.oneshot import ONESHOT
 
 PROTOCOLS = ("auto", "marginals", "one-attribute", "bloom")
+#: protocols of :mod:`lopub.oracles` (one-way marginals), named in the refusal of ``collect``
+_ORACLE_NAMES = (*ONESHOT, *LONGITUDINAL, "allomfree", "rr-lip", "ue-lip", "lh-lip")
 
 
 def bloom_spec(domain: Domain, report: PlanReport, *, key: str | None = None):
@@ -93,7 +97,11 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     if not isinstance(dataset, Dataset):
         raise TypeError(f"dataset ({type(dataset).__name__}) must be a lopub Dataset")
     if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol ({protocol!r}) must be one of {list(PROTOCOLS)}")
+        oracle = isinstance(protocol, str) and protocol.lower() in _ORACLE_NAMES
+        raise ValueError(f"protocol ({protocol!r}) must be one of {list(PROTOCOLS)}"
+                         + ("; a frequency oracle collects one-way marginals with "
+                            "lopub.oracles (SPL, SMP, Allomfree, RRLIP, UELIP, LHLIP; or lopub collect --protocol "
+                            f"{protocol.lower()})" if oracle else ""))
     report = plan(dataset.domain, dataset.n, epsilon, prior=prior, key=key)
     choice = report.recommended if protocol == "auto" else protocol
     if choice == "bloom":
