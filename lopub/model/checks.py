@@ -22,7 +22,8 @@ approximation, the reason for the margins below).
 2. **uniform / independence**: columns whose measurement differs from
    uniform significantly but whose model marginal does not (the model lost
    the signal); measured pairs with significant dependence that the model
-   holds as independent.  A signal lost under the shrinkage priors names a column that holds
+   holds as independent (fatal, as for the columns, when at least half of
+   those inside its cliques).  A signal lost under the shrinkage priors names a column that holds
    more than half of the one-way cells (its table dilutes the priors' pooled spread and pulls the
    others towards uniform; :mod:`lopub.model.pgm.shrink`) and what to do about it.
 3. **lost-dependency**: measured pairs outside every clique with a
@@ -251,10 +252,12 @@ def independence_check(stats: TableStats) -> list[Finding]:
                         f"although {len(sig)} measured pair(s) show significant dependence, e.g. "
                         f"{_sets([t.attrs for t in _strongest(sig)])}.", {"significant_pairs": len(sig)})]
     lost = [t for t in inside if _lost(_dependence(t, t.fitted), _dependence(t, t.m.estimate), _pair_dof(t))]
-    if lost:
-        return [Finding("independence", "caveat", f"The model holds {len(lost)} measured dependence(s) as "
-                        f"independence although it was fitted to them: {_sets([t.attrs for t in lost])}.",
-                        {"pairs": [list(t.attrs) for t in lost]})]
+    if lost:  # most of them lost: the release is no better than independence there (as the one-way check)
+        fatal = 2 * len(lost) >= len(inside)
+        return [Finding("independence", "fatal" if fatal else "caveat", f"The model holds {len(lost)} of the "
+                        f"{len(inside)} significant dependencies measured inside its cliques as independence "
+                        f"although it was fitted to them: {_sets([t.attrs for t in lost])}.",
+                        {"pairs": [list(t.attrs) for t in lost], "significant_pairs": len(inside)})]
     checked, total = _checked_pairs(stats)
     scope = (f"all {total} attribute pairs were measured" if checked >= total else
              f"only the {checked} of {total} attribute pairs with a measured table could be checked; "
