@@ -412,3 +412,23 @@ def test_python_collect_points_an_oracle_name_to_lopub_oracles():
 
     with pytest.raises(ValueError, match=r"lopub\.oracles .*--protocol oue"):
         collect(embedded(100, rng=0), 4.0, protocol="oue")
+
+
+def test_estimate_freq_stderr_with_postprocess_none_is_not_below_var_star(wide, capsys):
+    """With --postprocess none a negative estimate entered the variance as a negative
+    frequency, lowering the standard error below the oracle's Var*."""
+    from lopub.oracles import GRR
+
+    tmp, df = wide
+    code, _, err = _run(capsys, "collect", str(tmp / "d.csv"), "--domain", str(tmp / "dom.json"),
+                        "--epsilon", "0.5", "--protocol", "grr", "--seed", "4", "--out",
+                        str(tmp / "r.npz"))
+    assert code == 0, err
+    code, out, err = _run(capsys, "estimate-freq", str(tmp / "r.npz"), "--json",
+                          "--postprocess", "none")
+    got = json.loads(out)
+    est = np.array(list(got["marginals"]["city"].values()))
+    se = np.array(list(got["stderr"]["city"].values()))
+    assert (est < 0).any()
+    floor = np.sqrt(GRR(0.25, 40).variance(len(df), 0.0))
+    assert np.all(se >= floor * (1 - 1e-12))

@@ -148,6 +148,8 @@ def _stderrs(meta: dict, arrays: dict, freqs: list, lip_method: str) -> list:
     ``f (1 - f) (1/n_j - 1/n)`` for SMP and ALLOMFREE.
     """
     d, n = len(meta["attrs"]), meta["n"]
+    # the plug-in frequency of the variance is a frequency (--postprocess none keeps negatives)
+    freqs = [None if f is None else np.clip(f, 0.0, 1.0) for f in freqs]
     if meta["protocol"] in LIP:
         if meta["protocol"] == "lh-lip" or lip_method != "invert":
             return [None] * d
