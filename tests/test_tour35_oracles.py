@@ -432,3 +432,14 @@ def test_estimate_freq_stderr_with_postprocess_none_is_not_below_var_star(wide, 
     assert (est < 0).any()
     floor = np.sqrt(GRR(0.25, 40).variance(len(df), 0.0))
     assert np.all(se >= floor * (1 - 1e-12))
+
+
+def test_measure_with_postprocess_none_evaluates_the_variance_at_a_frequency():
+    from lopub.oracles import GRR
+
+    oracle = GRR(0.25, 40)
+    values = np.random.default_rng(0).integers(0, 40, 3000)
+    m = oracle.measure(oracle.perturb(values, rng=1), postprocess="none")
+    assert (m.values < 0).any()
+    np.testing.assert_allclose(m.variance, oracle.variance(3000, np.clip(m.values, 0, 1)))
+    assert np.all(m.variance >= oracle.variance(3000, 0.0) * (1 - 1e-12))

@@ -56,9 +56,10 @@ def build_measurement(oracle: Any, raw: np.ndarray, n: int, domain: Any, method:
     """
     domain = one_way_domain(oracle.k, domain)
     est = _postprocess(raw, method)
-    var = np.asarray(oracle.variance(n, est.freq), dtype=float)
+    f = np.clip(est.freq, 0.0, 1.0)  # a frequency: "none" keeps negative cells, which would lower it
+    var = np.asarray(oracle.variance(n, f), dtype=float)
     if extra is not None:
-        var = var + extra(est.freq)
+        var = var + extra(f)
     meta = {} if n_users is None else {"n_users": int(n_users)}
     prov = {"protocol": oracle.name, "estimator": oracle.estimator,
             "postprocess": est.method, "variance": variance_note}
