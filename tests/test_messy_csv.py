@@ -219,3 +219,23 @@ def test_total_cells_of_a_wide_schema_in_scientific_form():
     df = pd.DataFrame({f"c{j:03d}": list("abcde") * 20 for j in range(200)})
     text = infer_schema(df).table()
     assert "total cells: 6.2e139" in text  # 5 ** 200 has 140 digits
+
+
+def test_an_integer_column_with_missing_values_decodes_without_a_cast_warning():
+    """Unbinned Int64 with NA (a few distinct integers and a missing category): the missing cells gave
+    "RuntimeWarning: invalid value encountered in cast" (NaN cast to int64) in every release."""
+    import warnings
+
+    import pandas as pd
+
+    from lopub import Dataset, infer_schema
+    from lopub.data.values import to_values
+
+    df = pd.DataFrame({"n": pd.array([1, 2, None, 3, 2, None] * 20, dtype="Int64")})
+    domain = infer_schema(df, missing="category").domain
+    data = Dataset.from_pandas(df, domain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = to_values(data.codes, domain.attributes, rng=np.random.default_rng(0))
+    assert str(out["n"].dtype) == "Int64"
+    pd.testing.assert_series_equal(out["n"], df["n"], check_names=False)

@@ -64,7 +64,7 @@ def _typed(x: np.ndarray, miss: np.ndarray, kind: str) -> pd.Series:
         stamps = pd.Timestamp("1970-01-01") + pd.to_timedelta(np.floor(x * 86_400.0), unit="s")
         return pd.Series(stamps).mask(miss)
     if kind == "integer":
-        out = pd.Series(np.round(x).astype(np.int64))
+        out = pd.Series(np.round(np.where(miss, 0.0, x)).astype(np.int64))  # (NaN at a missing cell: no cast)
         return out.astype("Int64").mask(miss) if miss.any() else out
     return pd.Series(np.where(miss, np.nan, x))
 
