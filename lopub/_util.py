@@ -12,18 +12,19 @@ import numbers
 import numpy as np
 
 
-def resolve_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """Return a Generator: passed through, seeded from an int, or OS entropy for None."""
+def resolve_rng(rng: np.random.Generator | int | None, name: str = "rng") -> np.random.Generator:
+    """Return a Generator: passed through, seeded from an int, or OS entropy for None; ``name``: the
+    parameter's name in the caller's signature, for the messages."""
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None:
         return np.random.default_rng()  # OS entropy via SeedSequence()
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         if int(rng) < 0:
-            raise ValueError(f"rng ({rng}) must be a non-negative integer seed")
+            raise ValueError(f"{name} ({rng}) must be a non-negative integer seed")
         return np.random.default_rng(int(rng))
     raise TypeError(
-        f"rng ({rng!r}) must be a numpy.random.Generator, a non-negative int seed or None"
+        f"{name} ({rng!r}) must be a numpy.random.Generator, a non-negative int seed or None"
     )
 
 

@@ -239,3 +239,22 @@ def test_an_integer_column_with_missing_values_decodes_without_a_cast_warning():
         out = to_values(data.codes, domain.attributes, rng=np.random.default_rng(0))
     assert str(out["n"].dtype) == "Int64"
     pd.testing.assert_series_equal(out["n"], df["n"], check_names=False)
+
+
+def test_synthesizer_sample_names_its_seed_parameter():
+    """``Synthesizer.sample(seed=-1)`` said "rng (-1) must be ...": a name the method does not have."""
+    import pandas as pd
+    import pytest
+
+    from lopub import Synthesizer
+
+    df = pd.DataFrame({"a": ["x", "y"] * 200, "b": ["u", "u", "v", "v"] * 100})
+    syn = Synthesizer(epsilon=4, rng=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn.fit(df)
+    with pytest.raises(ValueError, match=r"^seed \(-1\) must be a non-negative integer seed"):
+        syn.sample(5, seed=-1)
+    pd.testing.assert_frame_equal(syn.sample(5, seed=3), syn.sample(5, seed=3))

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from lopub._util import resolve_rng
 from lopub.collect import MarginalReports, collect, privacy_statement
 from lopub.data.dataset import Dataset
 from lopub.data.schema import infer_domain
@@ -289,7 +290,7 @@ class Synthesizer:
         or label raises ``DomainError``; a condition the model gives
         probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).
         """
-        return synthesize(self._fitted(), n, labels=labels, rng=seed, where=conditions or None)
+        return synthesize(self._fitted(), n, labels=labels, rng=resolve_rng(seed, "seed"), where=conditions or None)
 
     def query(self, attrs: str | Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (one name or a list; conditioned on ``where``); see
