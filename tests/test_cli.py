@@ -110,3 +110,15 @@ def test_output_into_a_closed_pipe_is_not_an_error():
     proc.stdout.close()  # like `| head -0`
     err = proc.stderr.read().decode()
     assert proc.wait() == 0 and "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_an_output_ending_with_a_slash_is_refused_not_written_as_a_file(tmp_path, capsys):
+    """``--out newd/`` wrote a file named ``newd`` (Path() drops the trailing slash); now exit 2 naming it."""
+    import pandas as pd
+
+    csv = tmp_path / "d.csv"
+    pd.DataFrame({"a": ["x", "y"] * 50}).to_csv(csv, index=False)
+    out = f"{tmp_path}/newd/"
+    assert main(["schema", str(csv), "--out", out]) == 2
+    assert "names a folder (it ends with '/')" in capsys.readouterr().err
+    assert not (tmp_path / "newd").exists()

@@ -38,6 +38,9 @@ def check_output_path(path: str | os.PathLike, option: str) -> Path:
     p = Path(path)
     if p.is_dir():
         raise IsADirectoryError(f"{option} ({str(p)!r}) is a folder; expected a file path")
+    if os.fspath(path).endswith(("/", os.sep)):  # Path() drops the slash: 'new/' would be written as a file 'new'
+        raise IsADirectoryError(f"{option} ({os.fspath(path)!r}) names a folder (it ends with '/'); expected a "
+                                f"file path")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise FileNotFoundError(f"{option} ({str(p)!r}): output folder {str(parent)!r} does not exist")
