@@ -14,8 +14,9 @@ File format of :meth:`Synthesizer.save`: a ``lopub-model`` file
 (:mod:`lopub.model.format`, written atomically, gzip when the name ends in
 ``.gz``) whose ``meta["synthesizer"]`` is ``{"format": "lopub-synthesizer",
 "version": 1, "params": {...}, "collection": {...}}``: the constructor
-parameters (an ``rng`` Generator is stored as ``null``; a ``domain`` parameter as
-``"model"``: the model's domain) and the
+parameters (an ``rng`` or ``random_state`` Generator is stored as ``null``, a
+``random_state`` of None is left out, as in files written before it; a ``domain``
+parameter as ``"model"``: the model's domain) and the
 :class:`CollectionReport`; the fit report is the model's ``meta["fit"]``.
 Any ``lopub`` command that reads a model reads this file.
 """
@@ -93,6 +94,13 @@ class Synthesizer:
         release, :func:`lopub.pipeline.steps.default_clique_budget`).
     rng : Generator, int or None
         Randomness of the simulated clients (None: OS entropy).
+    random_state : Generator, int or None
+        scikit-learn's name for ``rng``: give either (an int seed, a
+        ``numpy.random.Generator`` or None).  Both given with different
+        values raise ``ValueError``; the same seed twice is accepted.  Both
+        are constructor parameters, so ``get_params``, ``set_params`` and
+        ``sklearn.base.clone`` keep whichever was given.  :meth:`sample`
+        takes its own ``seed``.
 
     Attributes
     ----------
@@ -122,7 +130,8 @@ class Synthesizer:
                  structure: str = _FIT_DEFAULTS.structure,
                  domain: Domain | None = None, bins: int | None = _default(infer_domain, "bins"),
                  clique_budget: int | None = _FIT_DEFAULTS.clique_budget,
-                 rng: np.random.Generator | int | None = None) -> None:
+                 rng: np.random.Generator | int | None = None,
+                 random_state: np.random.Generator | int | None = None) -> None:
         self.epsilon = epsilon
         self.protocol = protocol
         self.method = method
@@ -132,6 +141,7 @@ class Synthesizer:
         self.bins = bins
         self.clique_budget = clique_budget
         self.rng = rng
+        self.random_state = random_state
         self._check_params()
 
     # parameters (scikit-learn convention) -------------------------------------
@@ -175,8 +185,18 @@ class Synthesizer:
             raise TypeError(f"domain ({type(self.domain).__name__}) must be a lopub Domain or None")
         if self.bins is not None:
             check_int("bins", self.bins, 2)
-        if not isinstance(self.rng, np.random.Generator):
-            resolve_rng(self.rng)  # type and sign of a seed
+        for name in ("rng", "random_state"):
+            value = getattr(self, name)
+            if not isinstance(value, np.random.Generator):
+                resolve_rng(value, name)  # type and sign of a seed
+        if not _same_seed(self.rng, self.random_state):
+            raise ValueError(f"rng ({_short(self.rng)}) and random_state ({_short(self.random_state)}) "
+                             f"differ; they are two names of one seed (random_state is scikit-learn's): "
+                             f"give one of them")
+
+    def _seed(self) -> np.random.Generator | int | None:
+        """The seed of the simulated clients: ``random_state`` or ``rng``, whichever is given."""
+        return self.rng if self.random_state is None else self.random_state
 
     def fit_options(self) -> FitOptions:
         """The :class:`~lopub.pipeline.options.FitOptions` of this synthesizer's model fit."""
@@ -208,7 +228,7 @@ class Synthesizer:
         t0 = time.perf_counter()
         dataset = self._dataset(data)
         t1 = time.perf_counter()
-        reports, plan = collect(dataset, self.epsilon, protocol=self.protocol, rng=self.rng)
+        reports, plan = collect(dataset, self.epsilon, protocol=self.protocol, rng=self._seed())
         t2 = time.perf_counter()
         ran = plan.recommended if self.protocol == "auto" else self.protocol
         info = CollectionReport(ran, plan.epsilon, dataset.n, True, plan.recommended,
@@ -320,8 +340,11 @@ class Synthesizer:
     def _meta(self) -> dict[str, Any]:
         params = self.get_params()
         params["domain"] = None if params["domain"] is None else "model"  # the model file holds it
-        if not (params["rng"] is None or isinstance(params["rng"], int)):
-            params["rng"] = None
+        for name in ("rng", "random_state"):
+            if not (params[name] is None or isinstance(params[name], int)):
+                params[name] = None
+        if params["random_state"] is None:  # as files were written before random_state
+            del params["random_state"]
         return {"format": FORMAT, "version": VERSION, "params": params,
                 "collection": self.fit_report_.collection.to_dict(),
                 "seconds": dict(self.fit_report_.seconds)}
@@ -389,6 +412,13 @@ def _reports_budget(reports: Any) -> tuple[float, Domain]:
     if isinstance(reports, MarginalReports):
         return float(reports.plan.epsilon), reports.plan.domain
     return float(reports.spec.epsilon), reports.spec.domain
+
+
+def _same_seed(a: Any, b: Any) -> bool:
+    """Whether ``rng`` and ``random_state`` agree: one is None, or the same seed or Generator."""
+    if a is None or b is None or a is b:
+        return True
+    return not isinstance(a, np.random.Generator) and not isinstance(b, np.random.Generator) and a == b
 
 
 def _short(value: Any) -> str:
