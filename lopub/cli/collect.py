@@ -77,7 +77,8 @@ def cmd_schema(a: argparse.Namespace) -> None:
         report = infer_schema(df, bins=a.bins, edges=_edges(a.edges), bounds=_bounds(a.bounds),
                               max_categories=a.max_categories, columns=cols, missing=a.missing,
                               na_values=tuple(NA_TOKENS) + tuple(a.na_values),
-                              identifiers="keep" if a.keep_ids else "exclude", provenance=a.provenance)
+                              identifiers="keep" if a.keep_ids else "exclude", provenance=a.provenance,
+                              read_as_missing=("",) + tuple(a.na_values))
     except DomainError as exc:
         raise DomainError(f"CSV file {a.csv!r}: {exc}") from None
     dropped = {c.column: c.missing_share for c in report.columns if c.missing_share and a.missing == "drop"}

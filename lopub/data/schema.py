@@ -28,7 +28,9 @@ steward to review before collecting.  Rules, column by column:
 * **missing values** (``missing``): ``"category"`` (default) adds a category
   :data:`MISSING_LABEL` to every column that has missing cells; ``"drop"``
   leaves it out (the rows must be dropped before collecting); ``"refuse"``
-  raises.
+  raises.  The note says what was read as missing: ``12 missing (empty or
+  '?')`` (the missing values of the frame as ``read_as_missing`` spells them,
+  then the ``na_values`` tokens found in a numeric column).
 * a column with one category is kept with a note: it carries no information
   and costs no budget.
 
@@ -88,6 +90,7 @@ def infer_domain(
     na_values: Sequence[str] = NA_TOKENS,
     identifiers: str = "exclude",
     provenance: str | None = None,
+    read_as_missing: Sequence[str] = ("",),
 ) -> Domain:
     """The domain of :func:`infer_schema` (same parameters); its notes that matter are warnings.
 
@@ -99,7 +102,8 @@ def infer_domain(
     """
     report = infer_schema(df, bins=bins, edges=edges, bounds=bounds, max_categories=max_categories,
                           columns=columns, missing=missing, na_values=na_values,
-                          identifiers=identifiers, provenance=provenance)
+                          identifiers=identifiers, provenance=provenance,
+                          read_as_missing=read_as_missing)
     for c in report.columns:
         if c.decision == "excluded" or len(c.categories) == 1:
             warnings.warn(f"column {c.column!r}: " + "; ".join(c.notes), UserWarning, stacklevel=2)
@@ -118,6 +122,7 @@ def infer_schema(
     na_values: Sequence[str] = NA_TOKENS,
     identifiers: str = "exclude",
     provenance: str | None = None,
+    read_as_missing: Sequence[str] = ("",),
 ) -> SchemaReport:
     """Infer a domain from a DataFrame, with the table of decisions (rules: module docstring).
 
@@ -143,6 +148,11 @@ def infer_schema(
     provenance : str, optional
         Declare the provenance (e.g. ``"public"`` for public or historical
         data); default: public only when every column has edges or bounds.
+    read_as_missing : sequence of str
+        What the missing values of ``df`` (NaN, None) were before they were
+        read, for the notes: ``""`` an empty cell (the default), plus the
+        tokens a reader turned into missing values (``lopub schema
+        --na-values ?`` passes ``("", "?")``: "12 missing (empty or '?')").
 
     Returns
     -------
@@ -152,7 +162,8 @@ def infer_schema(
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if len(df) == 0:
         raise DomainError("cannot infer a domain from empty data")
-    opts = _Options.make(df, bins, edges, bounds, max_categories, missing, na_values, identifiers)
+    opts = _Options.make(df, bins, edges, bounds, max_categories, missing, na_values, identifiers,
+                         read_as_missing)
     named = columns is not None
     columns = list(df.columns) if columns is None else list(columns)
     for c in list(opts.edges) + list(opts.bounds) + columns:
@@ -181,9 +192,11 @@ class _Options:
     missing: str
     na: frozenset
     identifiers: str
+    read: tuple[str, ...]
 
     @classmethod
-    def make(cls, df, bins, edges, bounds, max_categories, missing, na_values, identifiers) -> "_Options":
+    def make(cls, df, bins, edges, bounds, max_categories, missing, na_values, identifiers,
+             read_as_missing=("",)) -> "_Options":
         n = len(df)
         bins = auto_bins(n) if bins is None else check_int("bins", bins, 1)
         maxc = auto_max_categories(n) if max_categories is None else check_int("max_categories",
@@ -192,14 +205,16 @@ class _Options:
             raise ValueError(f"missing ({missing!r}) must be one of {list(MISSING_POLICIES)}")
         if identifiers not in IDENTIFIERS:
             raise ValueError(f"identifiers ({identifiers!r}) must be one of {list(IDENTIFIERS)}")
-        if isinstance(na_values, str):
-            raise TypeError("na_values must be a sequence of strings, not one string")
+        for name, value in (("na_values", na_values), ("read_as_missing", read_as_missing)):
+            if isinstance(value, str):
+                raise TypeError(f"{name} must be a sequence of strings, not one string ({value!r})")
+        read = tuple(dict.fromkeys(str(v).strip() for v in read_as_missing))
         bounds = {str(k): tuple(float(x) for x in v) for k, v in dict(bounds or {}).items()}
         for k, v in bounds.items():
             if len(v) != 2 or not np.all(np.isfinite(v)) or not v[0] < v[1]:
                 raise ValueError(f"bounds for column {k!r} ({list(v)}) must be two finite numbers low < high")
         return cls(bins, maxc, dict(edges or {}), bounds, missing,
-                   frozenset(str(v).strip() for v in na_values), identifiers)
+                   frozenset(str(v).strip() for v in na_values), identifiers, read)
 
 
 def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
@@ -409,14 +424,15 @@ def _missing_label(cats: tuple[str, ...]) -> str:
 
 def _missing_note(raw: pd.Series, missing: np.ndarray, o: _Options) -> str:
     tokens = sorted(set(raw[missing & raw.notna().to_numpy()].astype(str).str.strip()))
-    how = " (" + ", ".join((["empty cells"] if raw.isna().any() else []) + [repr(t) for t in tokens]) + ")"
+    read = ([t for t in o.read if t not in tokens] or [""]) if raw.isna().any() else []  # NaN: as read
+    how = " (" + " or ".join(["empty" if t == "" else repr(t) for t in read] + [repr(t) for t in tokens]) + ")"
     what = {"category": "kept as their own category",
             "drop": "no category: drop these rows before collecting (--missing drop)",
             "refuse": ""}[o.missing]
     if o.missing == "refuse":
-        raise DomainError(f"column {raw.name!r}: {int(missing.sum())} missing value(s){how}; "
+        raise DomainError(f"column {raw.name!r}: {int(missing.sum()):,} missing value(s){how}; "
                           f"missing='refuse' (--missing refuse) does not accept them")
-    return f"{int(missing.sum())} missing{how}: {what}"
+    return f"{int(missing.sum()):,} missing{how}: {what}"
 
 
 def _respelled_note(present: pd.Series, na: frozenset) -> list[str]:
