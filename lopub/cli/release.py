@@ -55,7 +55,7 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
         description="Write one HTML file with embedded pictures: privacy statement, "
                     "protocol and parameters, real-vs-synthetic distributions, pairwise "
                     "TVD and MI heatmaps, dependency graph and junction tree, SDMetrics-style "
-                    "scores with the independence baseline, and warnings.  Without --real "
+                    "scores next to the independence of the model's one-way marginals, and warnings.  Without --real "
                     "the report shows what the model alone can show.")
     r.add_argument("model", help="model file (lopub fit)")
     r.add_argument("--synthetic", help="synthetic release, CSV or Parquet (lopub synthesize); default: the model's exact marginals")

@@ -11,12 +11,14 @@ after them (long tables collapsed in ``<details>``):
 ``scores`` (real data only)
     SDMetrics' Column Shapes and Column Pair Trends (all pairs and pairs with
     real association above 0.3), lopub's all-pairs mean 2-way TVD and the
-    independence baseline (see :mod:`lopub.publish.report.scores`);
+    baseline "independence of the model's one-way marginals" (see
+    :mod:`lopub.publish.report.scores`; the verdict's baseline is the
+    independence of the *true* one-way marginals);
 ``distributions``
     per attribute, bars of the model's marginal and of the synthetic and real
     data when given;
 ``pair-tvd`` (real data only)
-    heatmaps of pairwise TVD of the release and of the baseline;
+    heatmaps of pairwise TVD of the release and of that baseline;
 ``mutual-information``
     the MI the model was built on (estimated from the reports), next to the
     real data's MI when given;
@@ -55,6 +57,8 @@ from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_ma
 from lopub.publish.report import verdict_block
 
 MAX_PAIR_ROWS = 300
+#: the scores' baseline, named for its one-way tables (the verdict's uses the true ones)
+BASELINE = "Independence of the model's one-way marginals"
 CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;
 padding-bottom:.2em;margin-top:2em}table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
@@ -268,12 +272,14 @@ def _scores(ctx: _Inputs) -> str:
              r["overall"], b["overall"]),
             ("Mean 2-way TVD, all pairs", "lopub evaluate (lower is better)", r["mean_pair_tvd"], b["mean_pair_tvd"]),
             ("Max 2-way TVD", "worst pair (lower is better)", r["max_pair_tvd"], b["max_pair_tvd"])]
-    table = _table(["Score", "Definition", f"Release: {ctx.release_name}", "Independence baseline"],
+    table = _table(["Score", "Definition", f"Release: {ctx.release_name}", BASELINE],
                    [(a, d, _f(x), _f(y)) for a, d, x, y in rows])
     note = ("<p class=\"note\">Scores are in [0, 1], higher is better; TVD = 1/2 sum |real - release| "
-            "over the cells. The independence baseline is the release built from the model's one-way "
-            "marginals only (every pair independent), computed exactly. A release that does not beat "
-            "it on the pair scores has learned no dependency. SDMetrics' thresholded score leaves out "
+            "over the cells. The independence of the model's one-way marginals is the release built "
+            "from the model's one-way marginals only (estimated from the noisy reports; every pair "
+            "independent), computed exactly. A release that does not beat it on the pair scores has "
+            "learned no dependency. The verdict's baseline is another: the independence of the true "
+            "one-way marginals (no noise). SDMetrics' thresholded score leaves out "
             "pairs with little real association, where independence is already right.</p>")
     cols = _table(["Attribute", "1 - TVD (release)", "1 - TVD (model one-way)"],
                   [(a, _f(r["per_column"][a]), _f(b["per_column"][a])) for a in s["attrs"]])
@@ -302,11 +308,12 @@ def _pair_tvd(ctx: _Inputs) -> str:
     one = {a: 1.0 - v for a, v in s["release"]["per_column"].items()}
     one_b = {a: 1.0 - v for a, v in s["independence"]["per_column"].items()}
     panels = {f"{ctx.release_name} vs real": pair_matrix(s["pairs"], attrs, "tvd_release", one),
-              "independence baseline vs real": pair_matrix(s["pairs"], attrs, "tvd_independence", one_b)}
+              "independence of the model's one-way vs real": pair_matrix(s["pairs"], attrs, "tvd_independence",
+                                                                         one_b)}
     pic = figures.heatmaps(panels, attrs, label="TVD (0 = identical)", cmap="magma_r")
     return _section("pair-tvd", "Pairwise TVD against the real data",
                     "<p>TVD of every 2-way table (diagonal: one-way TVD), release and independence "
-                    "baseline on one colour scale.</p>" + _img(pic, "pairwise TVD heatmaps"))
+                    "of the model's one-way marginals on one colour scale.</p>" + _img(pic, "pairwise TVD heatmaps"))
 
 
 def _mutual_information(ctx: _Inputs) -> str:
@@ -346,14 +353,14 @@ def _pairs(ctx: _Inputs) -> str:
             if len(pairs) > MAX_PAIR_ROWS else "")
     return _section("pairs", "Pairs, worst first", _details(f"{len(rows)} pairs, worst first", _table(
         ["A", "B", "Real Cramer's V", "Counted by SDMetrics", "Real MI (nats)", "TVD release",
-         "TVD independence"], rows)) + more)
+         "TVD independence (model's one-way)"], rows)) + more)
 
 
 def _absent() -> str:
     return _section("absent", "Sections that need real data",
                     "<p>No real data was given, so this report leaves out the scores against the real "
                     "data (SDMetrics' Column Shapes and Column Pair Trends, lopub's 2-way TVD and the "
-                    "independence baseline), the pairwise TVD heatmap, the real data's bars and "
+                    "independence of the model's one-way marginals), the pairwise TVD heatmap, the real data's bars and "
                     "mutual information, and the per-pair table.</p>")
 
 

@@ -23,9 +23,12 @@ has two properties, both computed on every categorical column (pair):
   release that gets associations wrong only where there are none.
 
 lopub's own figures: the mean (and max) 2-way TVD over *all* pairs (``lopub
-evaluate``), and the same scores for the **independence baseline**: the
-release a publisher gets from the model's one-way marginals alone, whose
-pair tables are exactly the outer products ``P(a) P(b)`` (no sampling).
+evaluate``), and the same scores for the **independence of the model's one-way
+marginals**: the release a publisher gets from the model's one-way marginals
+alone (estimated from the noisy reports), whose pair tables are exactly the
+outer products ``P(a) P(b)`` (no sampling).  It is not the verdict's baseline
+(:mod:`lopub.publish.report.verdict_block`), the independence of the *true*
+one-way marginals, which has no noise.
 
 Every source answers ``project(attrs)`` (a Dataset, a Model, the baseline), so
 the scores of a synthetic release and of the model itself are computed alike.
