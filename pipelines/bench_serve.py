@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path += [str(ROOT), str(ROOT / "tests")]  # run as a script: the repository and its live-service helper
-from serve_live import running
+sys.path.append(str(ROOT))  # run as a script: the repository
 
 from lopub import Attribute, Dataset, Domain, Synthesizer
 from lopub.cli import main as lopub_main
@@ -35,6 +34,7 @@ from lopub.serve.protocol import Collection
 from pipelines.harness import datasets
 from pipelines.harness.common import floats, ints, timed, write_json
 from pipelines.harness.methods import score
+from pipelines.harness.serve_live import running
 
 RELAY = "bench-relay-key-0123456789abcdef"
 DOMAIN = Domain([Attribute(f"q{j}", [f"v{i}" for i in range(s)]) for j, s in enumerate((2, 3, 4, 5, 8, 16))])

@@ -54,3 +54,18 @@ def test_the_contracts_bite(tmp_path, files, broken):
         assert res.returncode == 0, res.stdout + res.stderr
     else:
         assert res.returncode != 0 and f"{broken} BROKEN" in res.stdout, res.stdout + res.stderr
+
+
+def test_benchmarks_never_import_the_tests():
+    """pipelines/ (the benchmarks) may be imported by tests, never the other way (docs/ARCHITECTURE.md):
+    no ``tests`` import and no bare import of a module that lives in tests/ (a sys.path trick)."""
+    import ast
+
+    test_modules = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"tests"}
+    found = []
+    for path in sorted((ROOT / "pipelines").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in test_modules]
+    assert not found, found

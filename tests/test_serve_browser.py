@@ -17,7 +17,7 @@ from lopub import Attribute, CollectionSpec, Domain  # noqa: E402
 from lopub.collect import MarginalPlan  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
 from lopub.serve.storage import SQLiteStore  # noqa: E402
-from serve_live import running  # noqa: E402
+from pipelines.harness.serve_live import running  # noqa: E402
 
 CHROMIUM = os.environ.get("LOPUB_CHROMIUM", "/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM),

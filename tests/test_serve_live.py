@@ -14,7 +14,7 @@ from lopub.cli import main  # noqa: E402
 from lopub.collect import MarginalPlan, MarginalReports  # noqa: E402
 from lopub.serve.client import DeviceClient, _request, post_batch, wire_reports  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
-from serve_live import get, running  # noqa: E402
+from pipelines.harness.serve_live import get, running  # noqa: E402
 
 DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"]),
                  Attribute("region", ["north", "south", "east", "west"])])

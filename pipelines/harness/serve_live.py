@@ -1,4 +1,4 @@
-"""Start `lopub serve` as a real process on 127.0.0.1 for the live and browser tests."""
+"""Start `lopub serve` as a real process on 127.0.0.1: the live and browser tests and `bench_serve`."""
 from __future__ import annotations
 
 import contextlib

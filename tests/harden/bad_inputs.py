@@ -5,7 +5,7 @@ through :func:`lopub.cli.main` (``--subprocess N`` of them also as processes), e
 ``clear`` (exit 2, one line without traceback naming the parameter, its value or the file), ``vague``,
 ``traceback``, ``silent`` (exit 0), ``changed-output`` or ``leftover-temp`` (a .tmp/.stage/.lock/.new file).
 ``--fuzz N``: generated files and command lines (:func:`fuzz`); ``--kill N``: every writer SIGKILLed at N
-random moments (:func:`kill`).  Usage: ``python -m pipelines.bad_inputs [--subprocess N] [--fuzz N] [--kill N]``.
+random moments (:func:`kill`).  Usage: ``python -m tests.harden.bad_inputs [--subprocess N] [--fuzz N] [--kill N]``.
 Figures: docs/BENCHMARKS.md, "Hardening (issue 15)" and "Inputs are sacred, faults and fuzzing (issue 25)".
 """
 from __future__ import annotations
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.fuzz or a.kill:
         return run_faults(a.fuzz, a.kill)
     counts, per_cmd, sub, bad = collections.Counter(), collections.defaultdict(collections.Counter), [], []
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         with contextlib.redirect_stdout(io.StringIO()):

@@ -1,5 +1,5 @@
 """The file kinds ``lopub`` reads and writes, for the fuzzing and kill -9 harness of issue 25
-(:mod:`pipelines.bad_inputs`): which command lines read each kind of input, how a file's
+(:mod:`tests.harden.bad_inputs`): which command lines read each kind of input, how a file's
 content is loaded back, and each writer with the check that its output is complete."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
   that read no file of those kinds (privacy, demo, compare-protocols, serve-plan, serve-export),
   their numbers drawn from all floats and integers, their domain files generated.
 
-Used by :mod:`pipelines.bad_inputs` (the 2,000-case run) and tests/harden/test_faults.py.
+Used by :mod:`tests.harden.bad_inputs` (the 2,000-case run) and tests/harden/test_faults.py.
 """
 from __future__ import annotations
 

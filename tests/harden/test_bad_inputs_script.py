@@ -1,4 +1,4 @@
-"""The target script of issue 15 (``pipelines/bad_inputs.py``): >= 400 generated bad inputs
+"""The target script of issue 15 (``tests/harden/bad_inputs.py``): >= 400 generated bad inputs
 over every subcommand; a sample of them must all be clear errors (the full run is slow)."""
 import collections
 import contextlib
@@ -7,7 +7,7 @@ import io
 import pytest
 
 from lopub.cli._commands import COMMANDS
-from pipelines.bad_inputs import (
+from tests.harden.bad_inputs import (
     _prepare,
     build_cases,
     classify,

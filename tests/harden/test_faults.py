@@ -1,5 +1,5 @@
 """Issue 25, item 6: a fast subset of the file-fuzzing and kill -9 harness
-(:mod:`pipelines.bad_inputs`; the full runs are ``python -m pipelines.bad_inputs --fuzz 2000
+(:mod:`tests.harden.bad_inputs`; the full runs are ``python -m tests.harden.bad_inputs --fuzz 2000
 --kill 100``), and the atomicity of merge-reports and encode --append."""
 import contextlib
 import io
@@ -14,7 +14,7 @@ import pytest
 from lopub.cli import main
 from lopub.reports.dataset import ReportsDataset
 from lopub.reports.folder import build_folder, locked, remove_stale_stages
-from pipelines.bad_inputs import _leftovers, fuzz, kill
+from tests.harden.bad_inputs import _leftovers, fuzz, kill
 
 
 def test_generated_files_and_command_lines_give_clear_errors_or_correct_results(tmp_path):

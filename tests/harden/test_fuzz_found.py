@@ -1,4 +1,4 @@
-"""Defects the generated cases of issue 25 found (pipelines/bad_inputs.py --fuzz)."""
+"""Defects the generated cases of issue 25 found (tests/harden/bad_inputs.py --fuzz)."""
 import math
 
 import numpy as np
@@ -20,7 +20,7 @@ def test_compare_with_too_few_records_names_the_protocol_and_n():
 def test_demo_killed_leaves_no_half_written_folder(tmp_path):
     """kill -9 during demo left a folder without summary.json (found by the kill harness):
     now the demo is staged and renamed, so the folder is absent until complete."""
-    from pipelines.bad_inputs import _leftovers, fork_run
+    from tests.harden.bad_inputs import _leftovers, fork_run
 
     out = tmp_path / "demo"
     argv = ["demo", "--n", "300", "--out", str(out)]
@@ -48,7 +48,7 @@ def test_append_removes_part_temporaries_and_locks_of_killed_appenders(files, tm
     part's own temporary file; no later append removed them (found by the kill harness)."""
     from lopub.cli import main
     from lopub.reports.dataset import ReportsDataset
-    from pipelines.bad_inputs import _leftovers
+    from tests.harden.bad_inputs import _leftovers
 
     ds = tmp_path / "ds"
     argv = ["encode", files["d.csv"], "--domain", files["dom.json"], "--f", "0.3", "--append",
