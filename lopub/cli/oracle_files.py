@@ -14,7 +14,9 @@ see :mod:`lopub.oracles.oneshot`).  ``--protocol bloom`` writes the
 Bloom reports file of :mod:`lopub.reports.bloom` instead.
 
 Version 2 added ``lgrr_variant`` and ``matrices``; version 3 ``checksum`` (checked on
-reading, with the arrays against the metadata: :mod:`lopub.cli.oracle_npz`).  Version 1 files still
+reading, with the arrays against the metadata: :mod:`lopub.cli.oracle_npz`); version 4 stores
+the bit reports of unary protocols packed, 8 bits a byte (versions 1-3: one byte per bit; the
+reader unpacks, so callers see ``(rows, k)`` bool arrays whatever the version).  Version 1 files still
 load: they used the paper's L-GRR, and an ``rr-lip`` file without
 ``matrices`` is estimated only if every prior was valid for RR-LIP (closed
 form, so the server rebuilds the clients' channel exactly); an attribute
@@ -34,7 +36,7 @@ from lopub.oracles.multidim import SMP, SPL, SampledReports
 from lopub.estimate.postprocess import postprocess
 from lopub.cli.oracle_npz import load_npz, save_npz
 
-FORMAT, VERSION, READABLE = "lopub-oracle-reports", 3, (1, 2, 3)
+FORMAT, VERSION, READABLE = "lopub-oracle-reports", 4, (1, 2, 3, 4)
 ORACLES = ("grr", "sue", "oue", "olh", "blh", "l-grr", "l-sue", "l-osue", "l-oue")
 LIP = ("rr-lip", "ue-lip", "lh-lip")
 PROTOCOLS = ("bloom",) + ORACLES + ("allomfree",) + LIP
@@ -108,7 +110,8 @@ def save_reports(path: str, meta: dict, arrays: dict) -> None:
 
 
 def load_reports(path: str) -> tuple[dict, dict]:
-    """Read and check an oracle reports file (version 1 to 3); returns ``(meta, arrays)``."""
+    """Read and check an oracle reports file (version 1 to 4); returns ``(meta, arrays)``, bit
+    reports unpacked to ``(rows, k)`` bool arrays."""
     return load_npz(path, (FORMAT, READABLE))
 
 

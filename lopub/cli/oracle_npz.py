@@ -3,10 +3,19 @@
 Writing: atomically (temporary file, fsync, rename; the mode a plain
 ``open`` would give), with ``meta["checksum"]``: the SHA-256 of the
 metadata (without the checksum) and of every array's name, dtype, shape and
-bytes.  Reading: any damage (truncated, not a zip, a bit flip, edited
+bytes as stored.  From version 4 (:data:`PACKED_FROM`) the bit reports of the
+unary protocols (``"bits"`` in :data:`REPORT_KINDS`; ALLOMFREE's L-OSUE
+attributes) are stored packed: ``numpy.packbits(bits, axis=1)``, a ``uint8``
+array of shape ``(rows, ceil(k / 8))``, bit ``v`` of a report in byte ``v // 8``
+at bit ``7 - v % 8`` (big-endian bit order); the ``8 ceil(k / 8) - k`` padding
+bits of the last byte are zero.  Versions 1 to 3 stored one ``bool`` per bit.
+The reader returns unpacked ``bool`` arrays ``(rows, k)`` whatever the version.
+
+Reading: any damage (truncated, not a zip, a bit flip, edited
 metadata) and any array that does not fit its metadata (row counts against
 ``n`` and the sampled attributes, shapes against the domain sizes, values
-outside the protocol's report range) is a ``ValueError`` naming the file
+outside the protocol's report range, packed bits of another width or with a
+padding bit set) is a ``ValueError`` naming the file
 and what failed.  Files of versions 1 and 2 (no checksum) are refused unless
 read with ``--no-verify`` (:func:`lopub.io.unverified_reads`), then checked for
 consistency only.
@@ -20,12 +29,14 @@ import numpy as np
 from lopub.formats._io import npz_checksum, npz_meta_text, parse_json
 from lopub.io import atomic_path, missing_checksum
 
-__all__ = ["REPORT_KINDS", "checksum", "load_npz", "save_npz"]
+__all__ = ["PACKED_FROM", "REPORT_KINDS", "checksum", "load_npz", "save_npz"]
 
 #: the report array of each protocol: codes (n,), bits (n, k) or hashed rows (n, 3)
 REPORT_KINDS = {**dict.fromkeys(("grr", "l-grr", "rr-lip"), "codes"),
                 **dict.fromkeys(("sue", "oue", "l-sue", "l-osue", "l-oue", "ue-lip"), "bits"),
                 **dict.fromkeys(("olh", "blh", "lh-lip"), "hashed")}
+#: the first file version whose bit reports are stored packed (8 bits a byte)
+PACKED_FROM = 4
 _META_KEYS = {"protocol": str, "solution": str, "attrs": list, "sizes": list, "labels": list,
               "n": int}
 
@@ -36,7 +47,14 @@ def checksum(meta: dict, arrays: dict) -> str:
 
 
 def save_npz(path: str, meta: dict, arrays: dict) -> None:
-    """Write ``meta`` (with its checksum) and ``arrays`` to ``path`` atomically."""
+    """Write ``meta`` (with its checksum) and ``arrays`` to ``path`` atomically.
+
+    ``arrays`` holds the reports as the oracles give them (bits as ``bool`` or 0/1
+    integers); from version :data:`PACKED_FROM` on (``meta["version"]``) the bit reports are
+    packed before they are stored, and the checksum covers the packed arrays.
+    """
+    if meta.get("version", 0) >= PACKED_FROM:
+        arrays = _packed(path, meta, arrays)
     meta = {**meta, "checksum": checksum(meta, arrays)}
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
@@ -111,6 +129,43 @@ def _report_kinds(path: str, meta: dict) -> list[str | None]:
                          f"({exc})") from None
 
 
+def _packed(path: str, meta: dict, arrays: dict) -> dict:
+    """``arrays`` with every bit report packed along its bit axis (checked to hold 0 or 1)."""
+    out = dict(arrays)
+    for j, kind in enumerate(_report_kinds(path, meta)):  # loop over attributes
+        key = f"reports_{j}"
+        if kind != "bits" or key not in arrays:
+            continue
+        r = np.asarray(arrays[key])
+        if r.ndim != 2 or not (r.dtype == bool or np.issubdtype(r.dtype, np.integer)):
+            raise ValueError(f"reports file {path!r}: {key} (attribute {meta['attrs'][j]!r}) has shape {r.shape} and "
+                             f"dtype {r.dtype}; expected a 2-d array of bits (bool or 0/1)")
+        if r.dtype != bool and r.size and (r.min() < 0 or r.max() > 1):
+            raise ValueError(f"reports file {path!r}: {key} (attribute {meta['attrs'][j]!r}) holds values in "
+                             f"[{r.min()}, {r.max()}]; expected bits 0 or 1")
+        out[key] = np.packbits(r.astype(bool, copy=False), axis=1)
+    return out
+
+
+def _unpacked(where: str, r: np.ndarray, rows: int, k: int) -> np.ndarray:
+    """The ``(rows, k)`` bool array of a packed bit report, after checking its width and that
+    its padding bits are zero."""
+    width = -(-k // 8)
+    if r.dtype != np.uint8:
+        raise ValueError(f"{where} has dtype {r.dtype}; expected uint8 (bits packed 8 a byte, "
+                         f"file version >= {PACKED_FROM})")
+    if r.shape != (rows, width):
+        raise ValueError(f"{where} has shape {r.shape}; expected {(rows, width)} ({k} bits "
+                         f"packed 8 a byte, one row per report)")
+    pad = 8 * width - k
+    if pad and r.size:
+        bad = np.count_nonzero(r[:, -1] & np.uint8((1 << pad) - 1))
+        if bad:
+            raise ValueError(f"{where} has padding bits set beyond its {k} bits in {bad} "
+                             f"row{'s' if bad != 1 else ''}; the file is damaged")
+    return np.unpackbits(r, axis=1, count=k).view(bool)
+
+
 def _check_array(where: str, kind: str | None, r: np.ndarray, rows: int, k: int) -> None:
     shape = {"codes": (rows,), "bits": (rows, k), "hashed": (rows, 3)}.get(kind or "")
     if shape is not None and r.shape != shape:
@@ -156,6 +211,8 @@ def load_npz(path: str, formats: tuple[str, tuple]) -> tuple[dict, dict]:
         key = f"reports_{j}"
         if key not in arrays:
             raise ValueError(f"reports file {path!r} has no {key!r} (attribute {x!r})")
-        _check_array(f"reports file {path!r}: {key} (attribute {x!r})", kind, arrays[key],
-                     rows[j], k)
+        where = f"reports file {path!r}: {key} (attribute {x!r})"
+        if kind == "bits" and meta["version"] >= PACKED_FROM:
+            arrays[key] = _unpacked(where, arrays[key], rows[j], k)
+        _check_array(where, kind, arrays[key], rows[j], k)
     return meta, arrays

@@ -15,11 +15,17 @@ from lopub.io import unverified_reads
 from .conftest import run_cli
 
 
-def rewrite(src, dst, edit):
-    """Copy the npz ``src`` to ``dst`` after ``edit(meta, arrays)`` (no new checksum)."""
-    with np.load(src) as z:
-        meta = json.loads(str(z["meta"]))
-        arrays = {k: z[k] for k in z.files if k != "meta"}
+def rewrite(src, dst, edit, old_layout=False):
+    """Copy the npz ``src`` to ``dst`` after ``edit(meta, arrays)`` (no new checksum); with
+    ``old_layout`` the arrays are edited and stored as read (bits one byte each, as files of
+    versions 1-3 hold them) and ``meta["version"]`` is 3."""
+    if old_layout:
+        meta, arrays = load_reports(src)
+        meta["version"] = 3
+    else:
+        with np.load(src) as z:
+            meta = json.loads(str(z["meta"]))
+            arrays = {k: z[k] for k in z.files if k != "meta"}
     edit(meta, arrays)
     np.savez(dst, meta=np.array(json.dumps(meta)), **arrays)
 
@@ -106,6 +112,8 @@ def _float(meta, arrays):
     (_missing, "has no 'reports_2'"), (_float, "dtype float64")])
 @pytest.mark.parametrize("keep_checksum", [False, True])
 def test_contents_checked_against_metadata(files, tmp_path, edit, words, keep_checksum):
+    """Files of the layout of versions 1-3 (one byte per bit): version 2 without a checksum,
+    version 3 re-signed (the packed bits of version 4: tests/test_packed_reports.py)."""
     bad = tmp_path / "edited.npz"
 
     def edit_and_resign(meta, arrays):
@@ -117,9 +125,29 @@ def test_contents_checked_against_metadata(files, tmp_path, edit, words, keep_ch
             meta.pop("checksum")
             meta["version"] = 2
 
-    rewrite(files["o.npz"], bad, edit_and_resign)
+    rewrite(files["o.npz"], bad, edit_and_resign, old_layout=True)
     with unverified_reads(not keep_checksum), pytest.raises(ValueError, match="edited.npz") as info:
         load_reports(str(bad))  # a version 2 file (no checksum) is read only with --no-verify
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_wrong_n, "reports_0 (attribute 'a') has shape (600, 1); expected (605, 1) (3 bits packed"),
+    (_short_array, "reports_1 (attribute 'b') has shape (597, 1); expected (600, 1)"),
+    (_missing, "has no 'reports_2'"), (_float, "dtype float64; expected uint8")])
+def test_packed_contents_checked_against_metadata(files, tmp_path, edit, words):
+    """Version 4 (bits packed 8 a byte), re-signed: the consistency checks still apply."""
+    from lopub.cli.oracle_npz import checksum
+
+    bad = tmp_path / "edited.npz"
+
+    def edit_and_resign(meta, arrays):
+        edit(meta, arrays)
+        meta["checksum"] = checksum(meta, arrays)
+
+    rewrite(files["o.npz"], bad, edit_and_resign)
+    with pytest.raises(ValueError, match="edited.npz") as info:
+        load_reports(str(bad))
     assert words in str(info.value)
 
 

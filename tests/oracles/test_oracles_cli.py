@@ -109,7 +109,7 @@ def test_rr_lip_file_carries_the_clients_channels(invalid_prior, monkeypatch):
     tmp, d = invalid_prior
     meta, arrays = _collect(tmp, "--protocol", "rr-lip", "--epsilon", "2", "--prior",
                             str(tmp / "p.json"))
-    assert meta["version"] == 3 and meta["mechanisms"] == ["lp", "lp"]
+    assert meta["version"] == 4 and meta["mechanisms"] == ["lp", "lp"]
     clients = [cli_oracles.RRLIP(p, 1.0, on_invalid="lp") for p in meta["priors"]]
     for stored, mech in zip(meta["matrices"], clients):
         assert np.array_equal(np.array(stored), mech.matrix)  # exact round trip through JSON
