@@ -49,17 +49,77 @@ def _natural_key(s: str):
     return (1, 0.0, s) if value is None else (0, value, s)
 
 
-def date_days(col: pd.Series, name: str) -> np.ndarray:
-    """Dates (datetime values or ISO strings) as days since 1970-01-01 (floats)."""
-    values = pd.to_datetime(col, errors="coerce", format="mixed") if not \
-        pd.api.types.is_datetime64_any_dtype(col) else col
+#: the UTC offset ending an ISO 8601 timestamp with a time of day ("...T10:00:00+01:00", "...Z")
+_OFFSET = r"[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(Z|[+-]\d{2}:?\d{2})$"
+_EPOCH = pd.Timestamp("1970-01-01")
+
+
+def zone_name(tz: object) -> str:
+    """A pandas time zone as a domain records it: an IANA name, ``UTC`` or ``+HH:MM``."""
+    name = str(getattr(tz, "key", None) or getattr(tz, "zone", None) or tz)
+    if name.startswith("UTC") and len(name) > 3:  # datetime.timezone(timedelta(hours=1)): "UTC+01:00"
+        name = name[3:]
+    return "UTC" if name in ("+00:00", "-00:00", "Z") else name
+
+
+def _offsets(text: pd.Series, name: str) -> list[str] | None:
+    """The distinct UTC offsets of ISO timestamp strings, normalized (``+01:00``; ``Z`` is
+    ``+00:00``), sorted; None when no string has one; DomainError when only some do."""
+    found = text.astype(str).str.strip().str.extract(_OFFSET, expand=False)
+    if found.isna().all():
+        return None
+    if found.isna().any():
+        without = text[found.isna()].iloc[0]
+        raise DomainError(f"attribute {name!r}: some timestamps carry a UTC offset and some do not "
+                          f"(e.g. {without!r}); write every one with its offset, or none")
+    norm = found.str.replace("Z", "+00:00", regex=False).str.replace(r"^([+-]\d{2})(\d{2})$", r"\1:\2",
+                                                                     regex=True)
+    return sorted(set(norm))
+
+
+def stamps_of(col: pd.Series, name: str) -> tuple[pd.DatetimeIndex, list[str] | None]:
+    """Datetime values or ISO strings as a DatetimeIndex, and the strings' distinct UTC offsets.
+
+    Strings with one offset give stamps in that offset, with several stamps in UTC (the
+    instants kept); a tz-aware column keeps its zone; naive values stay naive (offsets None).
+    """
+    if pd.api.types.is_datetime64_any_dtype(col):
+        return pd.DatetimeIndex(col), None
+    offsets = _offsets(col, name) if col.size else None
+    values = pd.to_datetime(col, errors="coerce", format="mixed", utc=offsets is not None)
     bad = values.isna().to_numpy()
     if bad.any():
         raise DomainError(f"attribute {name!r}: {col.iloc[int(np.argmax(bad))]!r} is not a date")
     stamps = pd.DatetimeIndex(values)
-    if stamps.tz is not None:
-        stamps = stamps.tz_localize(None)
-    return (stamps - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)
+    if offsets is not None and len(offsets) == 1:
+        stamps = stamps.tz_convert(offsets[0])
+    return stamps, offsets
+
+
+def date_days(col: pd.Series, name: str, timezone: str | None = None) -> np.ndarray:
+    """Dates (datetime values or ISO strings) as days since 1970-01-01 (floats).
+
+    With ``timezone`` (a zoned ``datetime`` attribute) the days are UTC instants: tz-aware
+    values (or strings with an offset) are converted, naive ones read as local times of that
+    zone.  Without it (naive attributes, domains written before zones) a tz-aware value counts
+    by its wall-clock time, as before.
+    """
+    return stamp_days(stamps_of(col, name)[0], name, timezone)
+
+
+def stamp_days(stamps: pd.DatetimeIndex, name: str, timezone: str | None = None) -> np.ndarray:
+    """:func:`date_days` of parsed stamps (:func:`stamps_of`)."""
+    if timezone is None:
+        stamps = stamps if stamps.tz is None else stamps.tz_localize(None)
+    else:
+        if stamps.tz is None:
+            try:
+                stamps = stamps.tz_localize(timezone, ambiguous="raise", nonexistent="raise")
+            except (ValueError, TypeError) as exc:  # pytz/pandas: AmbiguousTimeError, NonExistentTimeError
+                raise DomainError(f"attribute {name!r}: a time without a UTC offset is not one instant in "
+                                  f"{timezone} ({exc}); write the timestamps with their offset") from None
+        stamps = stamps.tz_convert("UTC").tz_localize(None)
+    return np.asarray((stamps - _EPOCH) / pd.Timedelta(days=1), dtype=float)
 
 
 def date_kind(days: np.ndarray) -> str:
@@ -67,9 +127,19 @@ def date_kind(days: np.ndarray) -> str:
     return "datetime" if np.any(days != np.floor(days)) else "date"
 
 
-def date_label(days: float, unit: str) -> str:
-    """Days since 1970-01-01 as a date (``unit`` "D") or a date and time to the minute ("min")."""
-    t = (pd.Timestamp("1970-01-01") + pd.Timedelta(days=float(days))).floor(unit)
+def days_to_stamps(days: np.ndarray, timezone: str | None) -> pd.Series:
+    """Days since 1970-01-01 as timestamps to the second: naive, or in ``timezone`` (UTC days)."""
+    stamps = pd.Series(_EPOCH + pd.to_timedelta(np.floor(np.asarray(days) * 86_400.0), unit="s"))
+    return stamps if timezone is None else stamps.dt.tz_localize("UTC").dt.tz_convert(timezone)
+
+
+def date_label(days: float, unit: str, timezone: str | None = None) -> str:
+    """Days since 1970-01-01 as a date (``unit`` "D") or a date and time to the minute ("min");
+    with ``timezone`` the days are UTC and the label is the local date (and time) in that zone."""
+    t = _EPOCH + pd.Timedelta(days=float(days))
+    if timezone is not None:
+        t = t.tz_localize("UTC").tz_convert(timezone).tz_localize(None)
+    t = t.floor(unit)
     return str(t.date()) if unit == "D" else t.strftime("%Y-%m-%d %H:%M")
 
 

@@ -153,7 +153,7 @@ def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
 def _encode_present(col: pd.Series, attr: Attribute) -> np.ndarray:
     """Codes of the non-missing values of one column."""
     if attr.binning is not None and attr.kind in ("date", "datetime"):
-        return attr.binning.codes(date_days(col, attr.name), attr.name)
+        return attr.binning.codes(date_days(col, attr.name, attr.timezone), attr.name)
     if attr.binning is not None and pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         return attr.binning.codes(col.to_numpy(dtype=float), attr.name)
     labels = col.astype(str)

@@ -12,14 +12,18 @@ Binning rule: a numeric value x falls in bin i when ``edges[i] <= x < edges[i+1]
 (the last bin also takes ``x == edges[-1]``), unless it equals one of the
 binning's ``points``, which have a bin of their own; values outside the edges
 (and no point) are an error, never silently clipped.  An attribute may record
-its ``kind`` (the input's type, for the release) and the label of its
-missing-value category; a domain may record its ``provenance`` (public
+its ``kind`` (the input's type, for the release), the label of its
+missing-value category and, for a ``datetime`` attribute, its ``timezone`` (an
+IANA name such as ``Europe/Paris``, ``UTC`` or a fixed offset ``+01:00``: the
+values were time-zone aware, their bins are on UTC instants and a release gives
+them back in that zone); a domain may record its ``provenance`` (public
 knowledge, or inferred from the private records, which it then reveals).
 """
 from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -139,6 +143,27 @@ def _fmt(v: float) -> str:
 
 #: column types a schema records (the release gives each column back in its type)
 KINDS = ("number", "integer", "boolean", "date", "datetime", "text")
+#: a fixed UTC offset as a domain records it (``+01:00``, ``-05:30``)
+UTC_OFFSET = re.compile(r"^[+-](?:[01]\d|2[0-3]):[0-5]\d$")
+
+
+def check_timezone(name: str, zone: object, kind: str | None) -> None:
+    """Refuse a ``timezone`` that is not a string naming a zone (IANA name, ``UTC``, ``+HH:MM``)
+    or that is given to an attribute of another kind than ``datetime``."""
+    if not isinstance(zone, str):
+        raise DomainError(f"attribute {name!r}: timezone ({zone!r}) must be a string such as "
+                          f"'Europe/Paris', 'UTC' or '+01:00'")
+    if kind != "datetime":
+        raise DomainError(f"attribute {name!r}: a timezone ({zone!r}) needs kind 'datetime', not {kind!r}")
+    if zone == "UTC" or UTC_OFFSET.match(zone):
+        return
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        raise DomainError(f"attribute {name!r}: timezone ({zone!r}) is not a time zone; expected an "
+                          f"IANA name such as 'Europe/Paris', 'UTC' or a UTC offset such as '+01:00'") from None
 
 
 @dataclass(frozen=True)
@@ -150,7 +175,11 @@ class Attribute:
     and date-times (dates with a time of day) back as such.  ``missing`` is
     the label of the category that stands for a missing value (None: missing
     values are refused); in a binned attribute it is the last category, after
-    one per bin.
+    one per bin.  ``timezone`` (kind ``datetime`` only; None: naive
+    date-times) is the zone of time-zone-aware values: an IANA name
+    (``Europe/Paris``), ``UTC`` or a fixed UTC offset (``+01:00``).  Their bin
+    edges are days since 1970-01-01 UTC (instants, not wall-clock times); a
+    release gives the values back in the zone.
     """
 
     name: str
@@ -158,6 +187,7 @@ class Attribute:
     binning: Binning | None = None
     kind: str | None = None
     missing: str | None = None
+    timezone: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -170,6 +200,8 @@ class Attribute:
             raise DomainError(f"attribute {self.name!r} has duplicate categories {dup}")
         if self.kind is not None and self.kind not in KINDS:
             raise DomainError(f"attribute {self.name!r}: kind ({self.kind!r}) must be one of {list(KINDS)}")
+        if self.timezone is not None:
+            check_timezone(self.name, self.timezone, self.kind)
         if self.missing is not None and self.missing not in cats:
             raise DomainError(f"attribute {self.name!r}: the missing-value label ({self.missing!r}) "
                               f"is not one of its categories")
@@ -344,6 +376,8 @@ def domain_to_dict(domain: Domain) -> dict:
             d["kind"] = a.kind
         if a.missing is not None:
             d["missing"] = a.missing
+        if a.timezone is not None:
+            d["timezone"] = a.timezone
         attrs.append(d)
     out = {"format": DOMAIN_FORMAT, "version": DOMAIN_VERSION, "attributes": attrs}
     if domain.provenance is not None:
@@ -397,12 +431,12 @@ def _attribute(i: int, a: Any) -> Attribute:
     if not (isinstance(points, list) and all(_is_number(p) for p in points)):
         raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"binning\" \"points\" "
                           f"must be a list of numbers, got {points!r:.80}")
-    for key in ("kind", "missing"):
+    for key in ("kind", "missing", "timezone"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"{key}\" must be "
                               f"a string, got {a[key]!r:.40}")
     binning = Binning(tuple(b["edges"]), tuple(points)) if b else None
-    return Attribute(a["name"], tuple(cats), binning, a.get("kind"), a.get("missing"))
+    return Attribute(a["name"], tuple(cats), binning, a.get("kind"), a.get("missing"), a.get("timezone"))
 
 
 def _is_number(x: Any) -> bool:

@@ -9,7 +9,9 @@ steward to review before collecting.  Rules, column by column:
   aside, is numeric: ``integer`` when every value is integral, else
   ``number``; ``boolean`` for a bool column or the labels true/false; ``date``
   for datetime values or ISO dates (``2024-01-31``; ``datetime`` where some value
-  has a time of day, which a release then gives back, to the second) or US dates (``01/31/2024``, when some
+  has a time of day, which a release then gives back, to the second; time-zone-aware values and ISO
+  strings with a UTC offset are ``datetime`` with the attribute's ``timezone``: the column's zone,
+  the strings' one offset, or UTC with a note when they carry several) or US dates (``01/31/2024``, when some
   second field is above 12 and no first field is; other ``../../YYYY`` dates stay
   text with a note); else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
 * **identifiers**: a text column whose values are unique in at least 90 % of
@@ -53,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from lopub._util import check_int
-from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, _numbers, date_days, date_kind,
-                                date_label, respelled_numbers)
+from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, _numbers, date_kind,
+                                date_label, respelled_numbers, stamp_days, stamps_of, zone_name)
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
 from lopub.data.schema_report import ColumnDecision, SchemaReport
@@ -72,7 +74,7 @@ PRIVACY_NOTE = ("this schema's categories and bin edges were computed from the r
                 "reveal them (who is in the data, rare values, quantiles): publish it only if that is "
                 "acceptable; otherwise write the schema from public knowledge (a data dictionary, "
                 "declared --bounds with equal-width bins, --edges) and mark it \"provenance\": \"public\"")
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(\s*(Z|[+-]\d{2}:?\d{2}))?)?$")
 _SLASH_DATE = re.compile(r"^\d{1,2}/\d{1,2}/\d{4}$")  # 01/31/2024 (US) or 31/01/2024
 _PANDAS_UNNAMED = re.compile(r"^Unnamed: \d+$")  # pandas' name of a column without a header
 _BOOLEAN = ("True", "False")  # as pandas writes booleans: other spellings stay text labels
@@ -226,10 +228,10 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
         return None, ColumnDecision(name, "text", "excluded", (), 1.0, (
             f"{where or 'column'} has no name in the header row and no value (a delimiter ending "
             f"every line, as spreadsheets export): left out",))
-    kind, values, missing = _kind(raw, o.na)
+    kind, values, missing, zone = _kind(raw, o.na)
     present = raw[~missing]
     share = float(missing.mean())
-    notes: list[str] = []
+    notes: list[str] = list(zone.notes)
     if missing.any():
         notes.append(_missing_note(raw, missing, o))
     if kind == "text" and name not in o.edges and name not in o.bounds:
@@ -258,7 +260,7 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     if present.size == 0 and o.missing != "category":
         return None, ColumnDecision(name, kind, "excluded", (), share,
                                     ("no value: every cell is missing; left out",))
-    binning, cats, extra = _categories(name, kind, present, values, o)
+    binning, cats, extra = _categories(name, kind, present, values, o, zone.name)
     notes = extra + notes
     if binning is None and kind in ("integer", "number") and not _canonical(cats):
         kind = "text"  # "01" and "1" both present, or "1.50": the labels as written are the values
@@ -273,39 +275,70 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     elif len(cats) > 50 and kind == "text":
         notes.append(f"{len(cats)} categories: kept, but only protocols that carry large domains "
                      f"(one attribute per user, Bloom reports) estimate it well")
-    attr = Attribute(name, cats, binning, kind, label)
+    attr = Attribute(name, cats, binning, kind, label, zone.name)
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
 
 
-def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.ndarray]:
-    """(kind, the present values as floats for numbers/dates or None, missing mask)."""
+@dataclass(frozen=True)
+class _Zone:
+    """The time zone of a ``datetime`` column (None: naive) and the notes on it."""
+
+    name: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+_NAIVE = _Zone()
+
+
+def _stamps(present: pd.Series, name: str) -> tuple[str, np.ndarray, _Zone]:
+    """(kind, days, zone) of datetime values or ISO strings: a tz-aware column keeps its zone,
+    strings with one UTC offset that offset, with several UTC (with a note); days are UTC
+    instants when there is a zone."""
+    stamps, offsets = stamps_of(present, name)
+    if stamps.tz is None:
+        days = stamp_days(stamps, name)
+        return date_kind(days), days, _NAIVE
+    if offsets is not None and len(offsets) > 1:
+        shown = ", ".join(offsets[:6]) + (", ..." if len(offsets) > 6 else "")
+        zone = _Zone("UTC", (f"timestamps with several UTC offsets ({shown}): normalized to UTC; a release "
+                             f"gives them in UTC; to have it in their zone, set \"timezone\" of this attribute "
+                             f"in the domain file to its name (e.g. \"Europe/Paris\")",))
+    else:
+        zone = _Zone(zone_name(stamps.tz))
+    return "datetime", stamp_days(stamps, name, zone.name), zone
+
+
+def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.ndarray, _Zone]:
+    """(kind, the present values as floats for numbers/dates or None, missing mask, time zone)."""
     missing = raw.isna().to_numpy()
     if pd.api.types.is_bool_dtype(raw):
-        return "boolean", None, missing
+        return "boolean", None, missing, _NAIVE
     if pd.api.types.is_datetime64_any_dtype(raw):
-        days = date_days(raw[~missing], str(raw.name))
-        return date_kind(days), days, missing
+        kind, days, zone = _stamps(raw[~missing], str(raw.name))
+        return kind, days, missing, zone
     if pd.api.types.is_numeric_dtype(raw):
         x = raw.to_numpy(dtype=float)
         missing = missing | ~np.isfinite(x)
-        return _int_or_number(x[~missing]), x[~missing], missing
+        return _int_or_number(x[~missing]), x[~missing], missing, _NAIVE
     text = raw.astype(str).str.strip().where(~pd.Series(missing, index=raw.index))
     token = text.isin(na).to_numpy() & ~missing
     rest = raw[~missing & ~token]
     values = _numbers(rest)
     if values is not None and rest.size:
-        return _int_or_number(values), values, missing | token
+        return _int_or_number(values), values, missing | token, _NAIVE
     labels = rest.astype(str).str.strip()
     if labels.size and labels.isin(_BOOLEAN).all():
-        return "boolean", None, missing
+        return "boolean", None, missing, _NAIVE
     if labels.size and (labels.str.match(_ISO_DATE).all() or _slash_dates(labels) == "month first"):
         try:
-            days = date_days(rest, str(raw.name))
-        except DomainError:
-            pass
+            kind, days, zone = _stamps(rest, str(raw.name))
+        except DomainError as exc:
+            if "UTC offset" in str(exc):  # some with an offset, some without: text, with the reason
+                why = str(exc).split(": ", 1)[-1]  # the message without "attribute 'x': "
+                return "text", None, missing, _Zone(None, (f"{why}: kept as text",))
         else:
-            return date_kind(days), days, missing
-    return "text", None, missing
+            return kind, days, missing, zone
+    return "text", None, missing, _NAIVE
 
 
 def _case_note(cats: tuple[str, ...]) -> list[str]:
@@ -370,7 +403,7 @@ def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str
 
 
 def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | None,
-                o: _Options) -> tuple[Binning | None, tuple[str, ...], list[str]]:
+                o: _Options, zone: str | None = None) -> tuple[Binning | None, tuple[str, ...], list[str]]:
     """(binning or None, category labels, notes) of the present values."""
     if name in o.edges or name in o.bounds:
         if values is None:
@@ -381,26 +414,30 @@ def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | N
         else:
             b, how = equal_width(o.bounds[name], o.bins), "equal-width bins between declared bounds (public)"
         _check_cover(b, values, name)
-        return b, _bin_labels(b, kind), [how]
+        return b, _bin_labels(b, kind, zone), [how]
     if values is not None and np.unique(values).size > o.max_categories:
         check_memory(160.0 * (o.bins + 1), "bins", o.bins, f"the quantile bins of column {name!r}")
         inferred, notes = numeric_binning(values, o.bins)
         if inferred is not None:
-            return inferred, _bin_labels(inferred, kind), notes
-    if kind in ("date", "datetime") and values is not None:
+            return inferred, _bin_labels(inferred, kind, zone), notes
+    if zone is not None and values is not None:  # as written, in time order (offsets may differ)
+        first = pd.Series(values).groupby(present.astype(str).str.strip().to_numpy()).min()
+        labels = list(first.sort_values(kind="stable").index)
+    elif kind in ("date", "datetime") and values is not None:
         labels = sorted({str(v).strip() for v in present.astype(str)})
     else:
         labels = sorted({_category_label(v) for v in present.unique()}, key=_natural_key)
     return None, tuple(labels), []
 
 
-def _bin_labels(b: Binning, kind: str) -> tuple[str, ...]:
-    """Bin labels; of dates (and date-times) as days, or to the minute where days would repeat."""
+def _bin_labels(b: Binning, kind: str, zone: str | None = None) -> tuple[str, ...]:
+    """Bin labels; of dates (and date-times) as days, or to the minute where days would repeat
+    (zoned date-times: the local dates and times in ``zone``)."""
     if kind not in ("date", "datetime"):
         return b.labels
     for unit in ("D", "min"):
-        out = [date_label(lo, unit) if lo == hi
-               else f"[{date_label(lo, unit)}, {date_label(hi, unit)}{']' if closed else ')'}"
+        out = [date_label(lo, unit, zone) if lo == hi
+               else f"[{date_label(lo, unit, zone)}, {date_label(hi, unit, zone)}{']' if closed else ')'}"
                for lo, hi, closed in b.bounds()]
         if len(set(out)) == len(out):
             return tuple(out)

@@ -5,7 +5,8 @@ uniformly within its bin -- a float uniform in ``[low, high)`` for kind
 ``number``; an integer uniform among the integers of the bin for kind
 ``integer`` (point masses of the attribute excluded, so the value falls back
 in the same bin); a point-mass bin returns its point; a date uniform among the
-days of the bin.  A categorical attribute of kind number or integer gives its
+days of the bin; a date-time uniform within the bin, to the second, in the
+attribute's ``timezone`` when it has one (a tz-aware column, UTC bins).  A categorical attribute of kind number or integer gives its
 label as a number, a boolean one ``True``/``False``, a date one a datetime.
 The missing category gives a missing value (NaN, ``pd.NA`` or ``NaT``; an
 empty CSV cell).  Integer columns with missing values are pandas ``Int64``.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from lopub.data._labels import days_to_stamps
 from lopub.data.domain import Attribute, Binning
 
 __all__ = ["decode_column", "to_values"]
@@ -42,8 +44,11 @@ def decode_column(codes: np.ndarray, attr: Attribute, *, labels: bool = False,
     elif attr.kind in ("number", "integer"):
         x = pd.to_numeric(pd.Series(attr.categories), errors="coerce").to_numpy(dtype=float)[codes]
     elif attr.kind in ("date", "datetime"):
-        days = pd.to_datetime(pd.Series(attr.categories), errors="coerce", format="mixed")
-        return pd.Series(days.to_numpy()[codes]).mask(miss)
+        days = pd.to_datetime(pd.Series(attr.categories), errors="coerce", format="mixed",
+                              utc=attr.timezone is not None)
+        if attr.timezone is not None:
+            days = days.dt.tz_convert(attr.timezone)
+        return pd.Series(days.to_numpy()[codes], dtype=days.dtype).mask(miss)
     elif attr.kind == "boolean":
         flags = pd.Series(attr.categories).str.strip().str.lower().map({"true": True, "false": False})
         out = pd.Series(flags.to_numpy()[codes], dtype="boolean").mask(miss)
@@ -53,16 +58,15 @@ def decode_column(codes: np.ndarray, attr: Attribute, *, labels: bool = False,
         keep = {c: i for i, c in enumerate(cats)}
         remap = np.array([keep.get(c, -1) for c in attr.categories])
         return pd.Categorical.from_codes(remap[codes], categories=cats)
-    return _typed(x, miss, attr.kind)
+    return _typed(x, miss, attr.kind, attr.timezone)
 
 
-def _typed(x: np.ndarray, miss: np.ndarray, kind: str) -> pd.Series:
+def _typed(x: np.ndarray, miss: np.ndarray, kind: str, timezone: str | None = None) -> pd.Series:
     if kind == "date":
         stamps = pd.Timestamp("1970-01-01") + pd.to_timedelta(np.floor(x), unit="D")
         return pd.Series(stamps).mask(miss)
-    if kind == "datetime":  # a time of day too, to the second
-        stamps = pd.Timestamp("1970-01-01") + pd.to_timedelta(np.floor(x * 86_400.0), unit="s")
-        return pd.Series(stamps).mask(miss)
+    if kind == "datetime":  # a time of day too, to the second (UTC days when zoned)
+        return days_to_stamps(x, timezone).mask(miss)
     if kind == "integer":
         out = pd.Series(np.round(np.where(miss, 0.0, x)).astype(np.int64))  # (NaN at a missing cell: no cast)
         return out.astype("Int64").mask(miss) if miss.any() else out
