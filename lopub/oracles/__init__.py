@@ -8,6 +8,8 @@ Multidimensional: :class:`SPL`, :class:`SMP`, :class:`Allomfree`.
 Local information privacy: :class:`RRLIP`, :class:`UELIP`, :class:`LHLIP`,
 :class:`BinaryBoundedLIP`, :class:`ChannelLIP` (a given, checked channel);
 channel helpers in :mod:`lopub.oracles.lip_channel`.  Post-processing: :func:`postprocess`.
+Rebuilding any of them from its ``params()`` dict: :func:`from_params`
+(:mod:`lopub.oracles.rebuild`; ``GRR(**p.params())`` fails: the dict holds ``protocol`` and ``name``).
 
 Interfaces (:mod:`lopub.oracles.protocol`): every single-attribute mechanism
 above is a :class:`FrequencyOracle` (perturb, aggregate, estimate, variance,
@@ -34,6 +36,7 @@ from lopub.oracles.lip_channel import inversion_variance, lip_fallback_channel
 from lopub.oracles.longitudinal import LGRR, LOSUE, LOUE, LSUE, make_longitudinal
 from lopub.oracles.memo import DeviceClient, MemoFleet, new_secret
 from lopub.oracles.multidim import SMP, SPL, SampledReports
+from lopub.oracles.rebuild import PROTOCOLS, from_params
 from lopub.oracles.oneshot import BLH, GRR, OLH, OUE, SUE, make_oracle
 from lopub.estimate.postprocess import Postprocessed as Estimate, postprocess
 from lopub.oracles.protocol import FrequencyOracle, MultiAttributeProtocol
@@ -45,5 +48,5 @@ __all__ = [
     "SPL", "SMP", "SampledReports", "Allomfree", "AllomfreeDevice", "allomfree_choice",
     "lgrr_threshold", "RRLIP", "UELIP", "LHLIP", "BinaryBoundedLIP", "ChannelLIP", "lip_level",
     "optimal_lip_matrix", "lip_fallback_channel", "inversion_variance", "Estimate", "postprocess",
-    "FrequencyOracle", "MultiAttributeProtocol",
+    "FrequencyOracle", "MultiAttributeProtocol", "PROTOCOLS", "from_params",
 ]

@@ -107,7 +107,8 @@ class Allomfree:
         object.__setattr__(self, "protocols", protocols)
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable)."""
+        """Public parameters (JSON-serializable); :func:`lopub.oracles.from_params` rebuilds
+        the object from them."""
         return {"protocol": self.name, "eps_inf": self.eps_inf, "eps_1": self.eps_1,
                 "sizes": list(self.sizes), "lgrr_variant": self.lgrr_variant}
 

@@ -232,7 +232,12 @@ class SupportOracle(MeasureMixin):
         return support_variance(n, self.p, self.q, f)
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable) that the server needs."""
+        """Public parameters (JSON-serializable) that the server needs.
+
+        ``{"protocol": name, <constructor arguments>, "name": name}``: a public format that
+        devices' memo keys and states hash, so it does not change.  ``GRR(**params)`` fails on
+        ``protocol`` and ``name``; :func:`lopub.oracles.from_params` rebuilds the object.
+        """
         out = {"protocol": self.name}
         fields = getattr(self, "__dataclass_fields__", {})
         for key in fields:

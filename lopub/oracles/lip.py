@@ -81,7 +81,11 @@ class _MatrixLIP(MeasureMixin):
                 "estimate (the estimate is biased toward the prior unless the data follow it)")
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable): the channel the clients use."""
+        """Public parameters (JSON-serializable): the channel the clients use.
+
+        Rebuild the mechanism with :func:`lopub.oracles.from_params` (the bounded binary
+        channel needs ``lower`` and ``upper`` added: they are not in this dict).
+        """
         return {"protocol": self.name, "epsilon": self.epsilon, "prior": self.prior.tolist(),
                 "estimator": self.estimator, "mechanism": getattr(self, "mechanism", None),
                 "matrix": self.matrix.tolist()}

@@ -100,7 +100,8 @@ class UELIP(MeasureMixin):
             if self.estimator == "invert" else _BAYES_NOTE
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable)."""
+        """Public parameters (JSON-serializable); :func:`lopub.oracles.from_params` rebuilds
+        the object from them."""
         return {"protocol": self.name, "epsilon": self.epsilon, "prior": self.prior.tolist(),
                 "estimator": self.estimator}
 
@@ -203,7 +204,8 @@ class LHLIP(MeasureMixin):
         return self.prior.size
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable)."""
+        """Public parameters (JSON-serializable); :func:`lopub.oracles.from_params` rebuilds
+        the object from them."""
         return {"protocol": self.name, "epsilon": self.epsilon, "prior": self.prior.tolist(),
                 "g": self.g, "estimator": self.estimator}
 

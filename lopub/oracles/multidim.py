@@ -195,7 +195,8 @@ class SPL:
         return [o.variance(n, fj) for o, fj in zip(self.oracles, f)]
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable)."""
+        """Public parameters (JSON-serializable); :func:`lopub.oracles.from_params` rebuilds
+        the object from them."""
         return _scheme_params(self)
 
     def measure(self, reports: Any, *, domain: Any = None,
@@ -306,7 +307,8 @@ class SMP:
                 * (1 / n_j - 1 / n) for o, fj in zip(self.oracles, f)]
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable)."""
+        """Public parameters (JSON-serializable); :func:`lopub.oracles.from_params` rebuilds
+        the object from them."""
         return _scheme_params(self)
 
     def measure(self, reports: SampledReports, *, domain: Any = None,

@@ -15,7 +15,8 @@ channel).  One frozen-parameter object serves both sides:
 * analysis: ``variance(n, f=None)`` (analytic, per value; ``f`` the true
   frequencies where the variance depends on them), ``transition_matrix()``
   (the channel ``P(y | x)``), ``params()`` (JSON-serializable parameters,
-  ``"protocol"`` key first) and the attributes ``name``, ``epsilon`` (the
+  ``"protocol"`` key first; :func:`lopub.oracles.from_params` rebuilds the object from
+  them) and the attributes ``name``, ``epsilon`` (the
   privacy of one report), ``k``, ``estimator`` and ``privacy`` (``"ldp"``:
   ``max P(y|x) / P(y|x') <= e^epsilon``; ``"lip"``: eps-LIP under the
   public ``prior``).
@@ -51,7 +52,8 @@ class FrequencyOracle(Protocol):
     privacy: str
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable), ``{"protocol": name, ...}``."""
+        """Public parameters (JSON-serializable), ``{"protocol": name, ...}``; rebuilt into
+        the object by :func:`lopub.oracles.from_params`."""
 
     def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> Any:
         """Client: randomize the codes (``(n,)`` ints in ``[0, k)``) of ``n`` users."""
@@ -96,7 +98,8 @@ class MultiAttributeProtocol(Protocol):
         """The per-attribute :class:`FrequencyOracle` objects."""
 
     def params(self) -> dict:
-        """Public parameters (JSON-serializable), ``{"protocol": name, ...}``."""
+        """Public parameters (JSON-serializable), ``{"protocol": name, ...}``; rebuilt into
+        the object by :func:`lopub.oracles.from_params`."""
 
     def perturb(self, codes: Any, *, rng: np.random.Generator | int | None = None) -> Any:
         """Client: reports of ``n`` users with ``(n, d)`` integer codes."""
