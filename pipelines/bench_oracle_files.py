@@ -60,8 +60,8 @@ def main(argv=None) -> list[dict]:
             times: dict = {x: {"load": [], "estimate": []} for x in paths}
             for _ in range(a.reps):  # alternate the layouts
                 for x, path in paths.items():
-                    times[x]["load"] += _seconds(lambda: load_reports(path), 1)
-                    times[x]["estimate"] += _seconds(lambda: estimate_file_with_stderr(path), 1)
+                    times[x]["load"] += _seconds(lambda p=path: load_reports(p), 1)
+                    times[x]["estimate"] += _seconds(lambda p=path: estimate_file_with_stderr(p), 1)
             base = paths["v3 byte per bit"]
             for x, path in paths.items():
                 row = {"file": os.path.basename(src), "layout": x, "bytes": os.path.getsize(path),

@@ -104,7 +104,7 @@ def test_bits_are_stored_packed_and_read_back_as_before(inputs, capsys, name, tm
         warns = pytest.warns(UserWarning, match="no checksum") if version < 3 else nullcontext()
         with unverified_reads(version < 3), warns:
             assert estimate_file_with_stderr(str(old)) == new
-            old_meta, old_arrays = load_reports(str(old))
+            _, old_arrays = load_reports(str(old))
         assert all(np.array_equal(old_arrays[k], v) for k, v in arrays.items())
     assert os.path.getsize(path) < os.path.getsize(tmp_path / "v3.npz")
 

@@ -136,13 +136,12 @@ def _packed(path: str, meta: dict, arrays: dict) -> dict:
         key = f"reports_{j}"
         if kind != "bits" or key not in arrays:
             continue
-        r = np.asarray(arrays[key])
+        r, where = np.asarray(arrays[key]), f"reports file {path!r}: {key} (attribute {meta['attrs'][j]!r})"
         if r.ndim != 2 or not (r.dtype == bool or np.issubdtype(r.dtype, np.integer)):
-            raise ValueError(f"reports file {path!r}: {key} (attribute {meta['attrs'][j]!r}) has shape {r.shape} and "
-                             f"dtype {r.dtype}; expected a 2-d array of bits (bool or 0/1)")
+            raise ValueError(f"{where} has shape {r.shape} and dtype {r.dtype}; expected a 2-d "
+                             f"array of bits (bool or 0/1)")
         if r.dtype != bool and r.size and (r.min() < 0 or r.max() > 1):
-            raise ValueError(f"reports file {path!r}: {key} (attribute {meta['attrs'][j]!r}) holds values in "
-                             f"[{r.min()}, {r.max()}]; expected bits 0 or 1")
+            raise ValueError(f"{where} holds values in [{r.min()}, {r.max()}]; expected bits 0 or 1")
         out[key] = np.packbits(r.astype(bool, copy=False), axis=1)
     return out
 
