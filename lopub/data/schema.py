@@ -55,10 +55,10 @@ import numpy as np
 import pandas as pd
 
 from lopub._util import check_int
-from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, _numbers, date_kind,
-                                date_label, respelled_numbers, stamp_days, stamps_of, zone_name)
+from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, date_label, respelled_numbers
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
+from lopub.data.schema_kinds import _kind, _slash_dates
 from lopub.data.schema_report import ColumnDecision, SchemaReport
 from lopub.errors import DomainError
 from lopub.limits import check_memory
@@ -74,10 +74,7 @@ PRIVACY_NOTE = ("this schema's categories and bin edges were computed from the r
                 "reveal them (who is in the data, rare values, quantiles): publish it only if that is "
                 "acceptable; otherwise write the schema from public knowledge (a data dictionary, "
                 "declared --bounds with equal-width bins, --edges) and mark it \"provenance\": \"public\"")
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(\s*(Z|[+-]\d{2}:?\d{2}))?)?$")
-_SLASH_DATE = re.compile(r"^\d{1,2}/\d{1,2}/\d{4}$")  # 01/31/2024 (US) or 31/01/2024
 _PANDAS_UNNAMED = re.compile(r"^Unnamed: \d+$")  # pandas' name of a column without a header
-_BOOLEAN = ("True", "False")  # as pandas writes booleans: other spellings stay text labels
 
 
 def infer_domain(
@@ -279,68 +276,6 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
 
 
-@dataclass(frozen=True)
-class _Zone:
-    """The time zone of a ``datetime`` column (None: naive) and the notes on it."""
-
-    name: str | None = None
-    notes: tuple[str, ...] = ()
-
-
-_NAIVE = _Zone()
-
-
-def _stamps(present: pd.Series, name: str) -> tuple[str, np.ndarray, _Zone]:
-    """(kind, days, zone) of datetime values or ISO strings: a tz-aware column keeps its zone,
-    strings with one UTC offset that offset, with several UTC (with a note); days are UTC
-    instants when there is a zone."""
-    stamps, offsets = stamps_of(present, name)
-    if stamps.tz is None:
-        days = stamp_days(stamps, name)
-        return date_kind(days), days, _NAIVE
-    if offsets is not None and len(offsets) > 1:
-        shown = ", ".join(offsets[:6]) + (", ..." if len(offsets) > 6 else "")
-        zone = _Zone("UTC", (f"timestamps with several UTC offsets ({shown}): normalized to UTC; a release "
-                             f"gives them in UTC; to have it in their zone, set \"timezone\" of this attribute "
-                             f"in the domain file to its name (e.g. \"Europe/Paris\")",))
-    else:
-        zone = _Zone(zone_name(stamps.tz))
-    return "datetime", stamp_days(stamps, name, zone.name), zone
-
-
-def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.ndarray, _Zone]:
-    """(kind, the present values as floats for numbers/dates or None, missing mask, time zone)."""
-    missing = raw.isna().to_numpy()
-    if pd.api.types.is_bool_dtype(raw):
-        return "boolean", None, missing, _NAIVE
-    if pd.api.types.is_datetime64_any_dtype(raw):
-        kind, days, zone = _stamps(raw[~missing], str(raw.name))
-        return kind, days, missing, zone
-    if pd.api.types.is_numeric_dtype(raw):
-        x = raw.to_numpy(dtype=float)
-        missing = missing | ~np.isfinite(x)
-        return _int_or_number(x[~missing]), x[~missing], missing, _NAIVE
-    text = raw.astype(str).str.strip().where(~pd.Series(missing, index=raw.index))
-    token = text.isin(na).to_numpy() & ~missing
-    rest = raw[~missing & ~token]
-    values = _numbers(rest)
-    if values is not None and rest.size:
-        return _int_or_number(values), values, missing | token, _NAIVE
-    labels = rest.astype(str).str.strip()
-    if labels.size and labels.isin(_BOOLEAN).all():
-        return "boolean", None, missing, _NAIVE
-    if labels.size and (labels.str.match(_ISO_DATE).all() or _slash_dates(labels) == "month first"):
-        try:
-            kind, days, zone = _stamps(rest, str(raw.name))
-        except DomainError as exc:
-            if "UTC offset" in str(exc):  # some with an offset, some without: text, with the reason
-                why = str(exc).split(": ", 1)[-1]  # the message without "attribute 'x': "
-                return "text", None, missing, _Zone(None, (f"{why}: kept as text",))
-        else:
-            return kind, days, missing, zone
-    return "text", None, missing, _NAIVE
-
-
 def _case_note(cats: tuple[str, ...]) -> list[str]:
     """A note naming the categories that differ only in case (``Yes``, ``yes``, ``YES``): they may
     be one value (kept apart: only the data steward knows)."""
@@ -355,20 +290,6 @@ def _case_note(cats: tuple[str, ...]) -> list[str]:
             f"alike in the data to merge them"]
 
 
-def _slash_dates(labels: pd.Series) -> str | None:
-    """The order of ``MM/DD/YYYY`` or ``DD/MM/YYYY`` dates: ``"month first"`` when some second
-    field is above 12 and no first field is (US dates), ``"day first"`` the other way round,
-    ``"day and month order unclear"`` when no field is above 12 or both are; None when the labels
-    are not all such dates."""
-    if not labels.size or not labels.str.fullmatch(_SLASH_DATE).all():
-        return None
-    parts = labels.str.split("/", expand=True).astype(int)
-    first, second = int(parts[0].max()), int(parts[1].max())
-    if (first > 12) == (second > 12) or max(first, second) > 31:
-        return "day and month order unclear"
-    return "month first" if second > 12 else "day first"
-
-
 def _canonical(labels: tuple[str, ...]) -> bool:
     """Whether every label is the usual spelling of its number ("1", "2.5"; not "01", "1.0")."""
     out = []
@@ -378,10 +299,6 @@ def _canonical(labels: tuple[str, ...]) -> bool:
         except ValueError:
             return False
     return all(out)
-
-
-def _int_or_number(x: np.ndarray) -> str:
-    return "integer" if x.size and np.all(x == np.round(x)) else "number"
 
 
 def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str | None:

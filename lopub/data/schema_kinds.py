@@ -1,0 +1,96 @@
+"""What kind each column of a raw table is (a part of :mod:`lopub.data.schema`): boolean, integer,
+number, date, datetime (with its time zone) or text, its present values as floats and its missing cells."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from lopub.data._labels import _numbers, date_kind, stamp_days, stamps_of, zone_name
+from lopub.errors import DomainError
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(\s*(Z|[+-]\d{2}:?\d{2}))?)?$")
+_SLASH_DATE = re.compile(r"^\d{1,2}/\d{1,2}/\d{4}$")  # 01/31/2024 (US) or 31/01/2024
+_BOOLEAN = ("True", "False")  # as pandas writes booleans: other spellings stay text labels
+
+
+@dataclass(frozen=True)
+class _Zone:
+    """The time zone of a ``datetime`` column (None: naive) and the notes on it."""
+
+    name: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+_NAIVE = _Zone()
+
+
+def _stamps(present: pd.Series, name: str) -> tuple[str, np.ndarray, _Zone]:
+    """(kind, days, zone) of datetime values or ISO strings: a tz-aware column keeps its zone,
+    strings with one UTC offset that offset, with several UTC (with a note); days are UTC
+    instants when there is a zone."""
+    stamps, offsets = stamps_of(present, name)
+    if stamps.tz is None:
+        days = stamp_days(stamps, name)
+        return date_kind(days), days, _NAIVE
+    if offsets is not None and len(offsets) > 1:
+        shown = ", ".join(offsets[:6]) + (", ..." if len(offsets) > 6 else "")
+        zone = _Zone("UTC", (f"timestamps with several UTC offsets ({shown}): normalized to UTC; a release "
+                             f"gives them in UTC; to have it in their zone, set \"timezone\" of this attribute "
+                             f"in the domain file to its name (e.g. \"Europe/Paris\")",))
+    else:
+        zone = _Zone(zone_name(stamps.tz))
+    return "datetime", stamp_days(stamps, name, zone.name), zone
+
+
+def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.ndarray, _Zone]:
+    """(kind, the present values as floats for numbers/dates or None, missing mask, time zone)."""
+    missing = raw.isna().to_numpy()
+    if pd.api.types.is_bool_dtype(raw):
+        return "boolean", None, missing, _NAIVE
+    if pd.api.types.is_datetime64_any_dtype(raw):
+        kind, days, zone = _stamps(raw[~missing], str(raw.name))
+        return kind, days, missing, zone
+    if pd.api.types.is_numeric_dtype(raw):
+        x = raw.to_numpy(dtype=float)
+        missing = missing | ~np.isfinite(x)
+        return _int_or_number(x[~missing]), x[~missing], missing, _NAIVE
+    text = raw.astype(str).str.strip().where(~pd.Series(missing, index=raw.index))
+    token = text.isin(na).to_numpy() & ~missing
+    rest = raw[~missing & ~token]
+    values = _numbers(rest)
+    if values is not None and rest.size:
+        return _int_or_number(values), values, missing | token, _NAIVE
+    labels = rest.astype(str).str.strip()
+    if labels.size and labels.isin(_BOOLEAN).all():
+        return "boolean", None, missing, _NAIVE
+    if labels.size and (labels.str.match(_ISO_DATE).all() or _slash_dates(labels) == "month first"):
+        try:
+            kind, days, zone = _stamps(rest, str(raw.name))
+        except DomainError as exc:
+            if "UTC offset" in str(exc):  # some with an offset, some without: text, with the reason
+                why = str(exc).split(": ", 1)[-1]  # the message without "attribute 'x': "
+                return "text", None, missing, _Zone(None, (f"{why}: kept as text",))
+        else:
+            return kind, days, missing, zone
+    return "text", None, missing, _NAIVE
+
+
+def _slash_dates(labels: pd.Series) -> str | None:
+    """The order of ``MM/DD/YYYY`` or ``DD/MM/YYYY`` dates: ``"month first"`` when some second
+    field is above 12 and no first field is (US dates), ``"day first"`` the other way round,
+    ``"day and month order unclear"`` when no field is above 12 or both are; None when the labels
+    are not all such dates."""
+    if not labels.size or not labels.str.fullmatch(_SLASH_DATE).all():
+        return None
+    parts = labels.str.split("/", expand=True).astype(int)
+    first, second = int(parts[0].max()), int(parts[1].max())
+    if (first > 12) == (second > 12) or max(first, second) > 31:
+        return "day and month order unclear"
+    return "month first" if second > 12 else "day first"
+
+
+def _int_or_number(x: np.ndarray) -> str:
+    return "integer" if x.size and np.all(x == np.round(x)) else "number"
