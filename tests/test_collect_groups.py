@@ -38,7 +38,7 @@ from lopub.collect.groups import (
     min_users,
     shortfall,
 )
-from lopub.collect.twophase import TwoPhasePlan, plan_marginals
+from lopub.collect.twophase import DetectPlan, TwoPhasePlan, detect_users, plan_marginals
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
 
@@ -103,7 +103,12 @@ def test_planned_subsets_never_below_their_minimum(sizes, n, eps):
         assert "users per group" in report.refused["marginals"]
         return
     assert_fillable(dom, n, eps, report.option("one-attribute").params["subsets"])
-    if report.two_phase is not None:
+    if isinstance(report.two_phase, DetectPlan):  # a detection screen: sized to detect, not released
+        tp = report.two_phase
+        per = tp.n_screen // len(tp.screen.subsets)
+        assert all(per >= detect_users(eps, dom.cells(p)) for p in tp.screen.subsets)
+        assert_fillable(dom, tp.n_main, eps, fit_to_users(dom, tp.n_main, eps, candidate_plans(dom)[tp.rule]))
+    elif report.two_phase is not None:
         tp = report.two_phase
         assert_fillable(dom, tp.n_screen, eps, tp.screen.subsets)
     else:

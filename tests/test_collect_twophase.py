@@ -393,3 +393,56 @@ def test_a_single_phase_collection_measuring_every_pair_is_predicted_from_its_ow
         after.option("one-attribute").predicted_tvd - truth)
     _, same = collect(data, 8.0, protocol="marginals", rng=6)  # not auto: the plan-time report
     assert "after_collection" not in same.option("marginals").params
+
+
+# detection screen of the pairs a trimmed plan leaves out (issue 24, session 37) ---------------------
+ADULT_SIZES = (8, 9, 8, 16, 16, 7, 15, 6, 5, 2, 8, 8, 8, 42, 2)  # Adult as `lopub schema` bins it; a3, a4: education(-num)
+ADULT_N = 32561
+
+
+def test_planner_screens_the_pairs_a_trimmed_triple_cover_leaves_out():
+    from lopub.collect.adaptive import all_pairs, candidate_plans
+    from lopub.collect.groups import fit_to_users
+    from lopub.collect.twophase import DETECT_SHARE, DetectPlan, detect_users, unmeasured_pairs
+
+    dom = domain(ADULT_SIZES)
+    assert choose_subsets(dom, ADULT_N, 8.0)[0] == "triples (trimmed)"  # no screen of all pairs fits
+    report = plan(dom, ADULT_N, 8.0)
+    dp = report.two_phase
+    assert isinstance(dp, DetectPlan) and not dp.keeps_screen and report.recommended == "marginals"
+    base = fit_to_users(dom, dp.n_main, 8.0, candidate_plans(dom)["triples"])
+    screened = list(dp.screen.subsets)
+    assert screened == unmeasured_pairs(dom, base) and ("a3", "a4") in screened
+    held = {frozenset(p) for s in base + screened for p in itertools.combinations(s, 2)}
+    assert len(held) == len(all_pairs(dom))  # the screen and the trimmed plan hold every pair between them
+    per = max(detect_users(8.0, dom.cells(p)) for p in screened)
+    assert dp.n_screen == len(screened) * per <= DETECT_SHARE * ADULT_N
+    assert per < min(needs(dom, 8.0, [("a3", "a13")]))  # sized to detect, below the informative minimum
+    assert report.marginal_plan is dp.screen and report.option("marginals").params["n_screen"] == dp.n_screen
+    assert "detection screen of 30 pairs" in report.to_text()
+    with pytest.raises(PlanError, match="too small for a detection screen"):
+        DetectPlan.build(dom, ADULT_N, 8.0, "triples", share=0.001)
+    with pytest.raises(PlanError, match="measures every pair"):
+        DetectPlan.build(dom, 10**7, 8.0, "triples")
+    assert plan(dom, ADULT_N, 8.0, prior=chain_data(500, ADULT_SIZES)).two_phase is None  # a prior: no screen
+
+
+def test_detection_screen_adds_the_deterministic_pair_and_is_not_released():
+    from lopub.collect.twophase import DetectPlan
+
+    dom = domain(ADULT_SIZES)
+    rng = np.random.default_rng(7)
+    cols = [rng.integers(0, k, ADULT_N) for k in ADULT_SIZES]
+    cols[4] = cols[3].copy()  # a4 is a3: a pair the trimmed plan leaves out, released at independence
+    data = Dataset(np.column_stack(cols), dom)
+    reports, report = collect(data, 8.0, protocol="auto", rng=1)
+    dp = plan(dom, ADULT_N, 8.0).two_phase
+    assert isinstance(dp, DetectPlan) and ("a3", "a4") in dp.screen.subsets
+    main = reports.plan.subsets
+    assert reports.n == dp.n_main  # only the main phase's users are released
+    assert any({"a3", "a4"} <= set(s) for s in main)  # the screen found the pair; the main plan measures it
+    preds = report.option("marginals").params["screen_predictions"]
+    assert report.option("marginals").params["main"] != "triples (fitted)" and "triples (fitted)" in preds
+    model = fit(reports).model
+    joint = np.asarray(model.project(["a3", "a4"]).values)
+    assert np.trace(joint) > 0.8  # measured, not released at independence (1/16 on the diagonal)

@@ -143,8 +143,13 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
     reports.save(out)
     summary = {"protocol": chosen, "epsilon_per_record": a.epsilon, "n": data.n, "out": out,
                "predicted_tvd": report.option(chosen).predicted_tvd, "privacy": report.privacy}
+    kept = getattr(reports, "n", data.n)
+    if kept != data.n:  # a screen chose the plan and its reports are not released (lopub.collect.collect)
+        summary["n_released"] = kept
+    note = (f"; {kept} written: the {data.n - kept} reports of the screen that chose the plan are not part of "
+            "the release" if kept != data.n else "")
     emit(summary, a.json, f"collected {data.n} reports with {chosen} (planned at epsilon "
-                          f"{a.epsilon:g} per record) -> {out}\n{report.privacy}")
+                          f"{a.epsilon:g} per record){note} -> {out}\n{report.privacy}")
 
 
 def _suffix(path: str) -> str:

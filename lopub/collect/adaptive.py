@@ -52,6 +52,9 @@ screen's tables in place of the uniform tables and prior dependence
 (:class:`~lopub.collect.twophase.ScreenProfile`).  The screen's tables stay
 measurements of the release.  The planner uses it at mid epsilon
 (:mod:`lopub.collect.planner`).
+Where the rule's triple cover is trimmed to fit the users, the planner may
+instead screen only the pairs the trimmed plan leaves out, with a few users
+each (:class:`~lopub.collect.twophase.DetectPlan`).
 """
 from __future__ import annotations
 

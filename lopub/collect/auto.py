@@ -78,7 +78,9 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     (reports, plan_report)
         :class:`~lopub.collect.reports.MarginalReports` (marginals,
         one-attribute; a two-phase plan's two phases merged into one,
-        :func:`~lopub.collect.twophase.merge_reports`) or :class:`lopub.reports.bloom.Reports` (bloom), and the
+        :func:`~lopub.collect.twophase.merge_reports`; after a detection screen,
+        :class:`~lopub.collect.twophase.DetectPlan`, the main phase's reports
+        alone) or :class:`lopub.reports.bloom.Reports` (bloom), and the
         planner's report (its ``warning`` is set above epsilon 10; its
         ``notes`` give the plan-time group-size checks; after a two-phase
         collection its ``marginals`` option carries the screen's predictions,
@@ -114,9 +116,12 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         from lopub.collect.twophase import collect_two_phase, merge_reports
 
         predictions: dict[str, float] = {}
-        alt = _bloom_alternative(dataset.domain, report, key) if protocol == "auto" else None
+        keeps = report.two_phase.keeps_screen  # a DetectPlan's screen is not released
+        alt = _bloom_alternative(dataset.domain, report, key) if protocol == "auto" and keeps else None
         screen, main = collect_two_phase(dataset, report.two_phase, rng=rng, predictions=predictions,
                                          alternative=alt)
+        if not keeps:
+            return main, report.after_screen(predictions)
         if alt is not None and not isinstance(main, MarginalReports):
             return main, report.after_screen(predictions)
         return merge_reports(screen, main), report.after_screen(predictions)

@@ -27,6 +27,11 @@ last resort of the family (there is nothing smaller to fall back to): it
 needs :data:`MIN_GROUP_FLOOR` users, and a group below its informative
 minimum is reported as a warning (:func:`noisy_one_way`), not dropped.
 
+A detection screen (:class:`~lopub.collect.twophase.DetectPlan`) is the
+one exception: its pair groups are sized to find a strong dependence
+(:func:`~lopub.collect.twophase.detect_users`), below this minimum, and its
+reports only choose the main plan; they are not part of the release.
+
 ``n_min`` falls as ``epsilon`` grows (``V`` falls), so a larger budget only
 ever admits more subsets: within the marginal-sampling family the set of
 fillable candidates grows with ``epsilon`` and the planner's predicted

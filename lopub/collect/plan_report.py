@@ -38,7 +38,8 @@ class PlanReport:
     there are fewer users than attributes and only Bloom is possible; the
     screen's plan when the option is two-phase); ``two_phase`` is the
     :class:`~lopub.collect.twophase.TwoPhasePlan` of a two-phase option
-    (else ``None``).
+    or the :class:`~lopub.collect.twophase.DetectPlan` of a trimmed plan's
+    detection screen (else ``None``).
     """
 
     n: int
@@ -134,7 +135,8 @@ class PlanReport:
                 "marginal_plan": None if self.marginal_plan is None else self.marginal_plan.to_dict(),
                 "two_phase": None if self.two_phase is None else {
                     "n_screen": self.two_phase.n_screen, "n_main": self.two_phase.n_main,
-                    "screen_plan_id": self.two_phase.screen.plan_id},
+                    "screen_plan_id": self.two_phase.screen.plan_id,
+                    "screen_released": self.two_phase.keeps_screen},
                 "checks": list(self.notes), "refused": dict(self.refused)}
 
     def to_text(self) -> str:

@@ -120,6 +120,23 @@ epsilon <= 4 too, which made bn-hailfinder's release worse at epsilon 8 than at
 predicted after the collection from their own tables
 (:meth:`PlanReport.after_collection`).
 
+Detection screen (:class:`~lopub.collect.twophase.DetectPlan`, issue 24,
+session 37): where the uniform rule picks a triple cover its users cannot
+fill ("triples (trimmed)": the cheapest triples are kept, the pairs of the
+others are never measured, whichever they are) and no screen of all pairs
+fits, at most :data:`~lopub.collect.twophase.DETECT_SHARE` (10 %) of the
+users screen only the pairs the trimmed plan leaves out, each group sized to
+find a strong dependence (:func:`~lopub.collect.twophase.detect_users`), not
+to measure the pair; the rest measure the trimmed plan or it with the
+screen's most dependent pairs added (chosen by the cost model with each
+screened pair's measured dependence); the screen's reports are not part of
+the release.  Measured (seeds 0-2, mean 2-way TVD): Adult as ``lopub
+schema`` bins it (32,561 records) at epsilon 8 0.0537 -> 0.0437, its pair
+education x education-num (released at independence before) 0.763 -> 0.049;
+the suite's cells whose plan changes (Adult with missing values at epsilon 8
+and 16, bn-hepar2 at 4) within two standard errors of their paired
+differences (docs/BENCHMARKS.md "Planning and collection at scale").
+
 Bloom's fit cost: a Bloom release is fitted by estimating every attribute pair's joint table by EM
 from the Bloom bits, d (d - 1) / 2 of them, which takes minutes to hours on wide data (a user's CSV of
 500 rows x 200 columns at epsilon 1: ``auto`` recommended Bloom, predicted 0.8085 against 0.8319 for
@@ -157,6 +174,7 @@ from lopub.collect.adaptive import (
     Profile,
     _check_args,
     _check_dependence,
+    candidate_plans,
     choose_subsets,
     predict_plan_error,
 )
@@ -168,7 +186,7 @@ from lopub.collect.bloom_cost import (  # noqa: F401 (re-exported)
     bloom_unit_noise,
     predict_bloom,
 )
-from lopub.collect.groups import MIN_GROUP_FLOOR, describe_groups
+from lopub.collect.groups import MIN_GROUP_FLOOR, describe_groups, fit_to_users
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.plan_report import (  # noqa: F401 (re-exported)
     WARN_EPSILON,
@@ -176,7 +194,7 @@ from lopub.collect.plan_report import (  # noqa: F401 (re-exported)
     ProtocolOption,
     privacy_statement,
 )
-from lopub.collect.twophase import DEFAULT_SCREEN_SHARE
+from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, DETECT_TVD, DetectPlan, TwoPhasePlan
 from lopub.data.domain import Domain
 from lopub.errors import SpecError
 
@@ -220,11 +238,25 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
         notes.append("one-attribute: " + describe_groups(domain, n, epsilon, one))
         name, subsets, err = choose_subsets(domain, n, epsilon, prior=profile)
         two = _two_phase(domain, n, epsilon, name, key) if prior is None else None
+        if two is None and prior is None:
+            two = _detect(domain, n, epsilon, name, dependence, key)
         mplan = MarginalPlan(domain, tuple(subsets), epsilon, key=key) if two is None else two.screen
         params = {"strategy": name, "subsets": [list(s) for s in subsets],
                   "oracles": list(mplan.oracles), "plan_id": mplan.plan_id}
         text = f"marginal sampling ({name}, {len(subsets)} subsets)"
-        if two is not None:
+        if isinstance(two, DetectPlan):
+            screened = len(two.screen.subsets)
+            params.update(detect_screen=True, n_screen=two.n_screen, screen_pairs=screened)
+            text = (f"marginal sampling ({name}, {len(subsets)} subsets); {two.n_screen} users first screen "
+                    f"the {screened} pairs it leaves unmeasured for strong dependence, the rest measure it "
+                    "with the pairs the screen finds dependent (the screen's reports are not released)")
+            notes.append(f"marginals: detection screen of {screened} pairs, >= {two.n_screen // screened} users "
+                         f"each (enough to tell a dependence of TVD {DETECT_TVD:g} from none, not to measure "
+                         f"the pair); main phase before the screen's additions: "
+                         + describe_groups(domain, two.n_main, epsilon,
+                                           fit_to_users(domain, two.n_main, epsilon,
+                                                        candidate_plans(domain)[two.rule]) or subsets))
+        elif two is not None:
             params.update(strategy="two-phase", uniform_rule=name, n_screen=two.n_screen,
                           screen_share=DEFAULT_SCREEN_SHARE)
             screened = len(two.screen.subsets)
@@ -253,7 +285,7 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
         notes.append(f"bloom: predicted lowest ({ranked[0].predicted_tvd:.4f}) but not recommended above "
                      f"{BLOOM_AUTO_MAX_D} attributes: its fit estimates all {d * (d - 1) // 2:,} attribute pairs "
                      f"by EM from the Bloom bits (minutes to hours); it stays available as protocol 'bloom'")
-    if best == "bloom" and two is not None:  # ranked from the screen's tables (module docstring)
+    if best == "bloom" and isinstance(two, TwoPhasePlan):  # ranked from the screen's tables (module docstring)
         best = "marginals"
         small = _two_phase(domain, n, epsilon, name, key, share=BLOOM_SCREEN_SHARE)
         if small is not None:  # a smaller screen: the users it spends are lost to a Bloom release
@@ -278,7 +310,7 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
 def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None, *,
                share: float = DEFAULT_SCREEN_SHARE) -> Any:
     """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
-    from lopub.collect.twophase import MAX_SCREEN_PAIRS, TwoPhasePlan
+    from lopub.collect.twophase import MAX_SCREEN_PAIRS
 
     rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
     d = len(domain)
@@ -293,6 +325,17 @@ def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | Non
         return None
     try:
         return TwoPhasePlan.build(domain, n, epsilon, screen_share=share, key=key)
+    except PlanError:
+        return None
+
+
+def _detect(domain: Domain, n: int, epsilon: float, name: str, dependence: float, key: str | None) -> Any:
+    """The detection screen where the uniform rule's pick ``name`` is a trimmed triple cover (module
+    docstring), else ``None``."""
+    if name != "triples (trimmed)":
+        return None
+    try:
+        return DetectPlan.build(domain, n, epsilon, "triples", dependence=dependence, key=key)
     except PlanError:
         return None
 
