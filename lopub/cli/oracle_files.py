@@ -16,7 +16,9 @@ Bloom reports file of :mod:`lopub.reports.bloom` instead.
 Version 2 added ``lgrr_variant`` and ``matrices``; version 3 ``checksum`` (checked on
 reading, with the arrays against the metadata: :mod:`lopub.cli.oracle_npz`); version 4 stores
 the bit reports of unary protocols packed, 8 bits a byte (versions 1-3: one byte per bit; the
-reader unpacks, so callers see ``(rows, k)`` bool arrays whatever the version).  Version 1 files still
+reader unpacks, so callers see ``(rows, k)`` bool arrays whatever the version) and the integer
+arrays (codes, hashed rows split into ``seeds_<j>`` and ``reports_<j>``, ``attributes``) in the
+smallest unsigned dtype of their range (versions 1-3: int64; the reader widens them back).  Version 1 files still
 load: they used the paper's L-GRR, and an ``rr-lip`` file without
 ``matrices`` is estimated only if every prior was valid for RR-LIP (closed
 form, so the server rebuilds the clients' channel exactly); an attribute
@@ -111,7 +113,7 @@ def save_reports(path: str, meta: dict, arrays: dict) -> None:
 
 def load_reports(path: str) -> tuple[dict, dict]:
     """Read and check an oracle reports file (version 1 to 4); returns ``(meta, arrays)``, bit
-    reports unpacked to ``(rows, k)`` bool arrays."""
+    reports unpacked to ``(rows, k)`` bool arrays, integer reports as int64."""
     return load_npz(path, (FORMAT, READABLE))
 
 

@@ -10,12 +10,21 @@ array of shape ``(rows, ceil(k / 8))``, bit ``v`` of a report in byte ``v // 8``
 at bit ``7 - v % 8`` (big-endian bit order); the ``8 ceil(k / 8) - k`` padding
 bits of the last byte are zero.  Versions 1 to 3 stored one ``bool`` per bit.
 The reader returns unpacked ``bool`` arrays ``(rows, k)`` whatever the version.
+Integer arrays are stored, from version 4, in the smallest unsigned dtype that holds
+their range given the metadata (:func:`smallest_uint`: ``uint8`` up to 256 values,
+then ``uint16``, ``uint32``, ``uint64``): codes (``"codes"``; ALLOMFREE's L-GRR attributes)
+``< k``, the sampled ``attributes`` ``< d``; a hashed report (``"hashed"``) is split into
+``seeds_<j>``, the hash seeds ``(a, b)`` as ``uint32`` ``(rows, 2)`` (``a`` in ``[1, P)``,
+``b`` in ``[0, P)``, ``P = 2^31 - 1``), and ``reports_<j>``, the reported bucket ``y < g``
+``(rows,)`` (``g`` of the attribute's hash: :func:`hash_ranges`).  The reader accepts exactly
+these dtypes and returns ``int64`` arrays of the layout of versions 1 to 3 (codes ``(rows,)``,
+hashed rows ``(a, b, y)`` ``(rows, 3)``, ``attributes``), which stored them as ``int64``.
 
 Reading: any damage (truncated, not a zip, a bit flip, edited
 metadata) and any array that does not fit its metadata (row counts against
 ``n`` and the sampled attributes, shapes against the domain sizes, values
 outside the protocol's report range, packed bits of another width or with a
-padding bit set) is a ``ValueError`` naming the file
+padding bit set, integers of another dtype than the writer's) is a ``ValueError`` naming the file
 and what failed.  Files of versions 1 and 2 (no checksum) are refused unless
 read with ``--no-verify`` (:func:`lopub.io.unverified_reads`), then checked for
 consistency only.
@@ -28,14 +37,17 @@ import numpy as np
 
 from lopub.formats._io import npz_checksum, npz_meta_text, parse_json
 from lopub.io import atomic_path, missing_checksum
+from lopub.oracles.oneshot import HASH_PRIME
 
-__all__ = ["PACKED_FROM", "REPORT_KINDS", "checksum", "load_npz", "save_npz"]
+__all__ = ["PACKED_FROM", "REPORT_KINDS", "checksum", "hash_ranges", "load_npz", "save_npz",
+           "smallest_uint"]
 
 #: the report array of each protocol: codes (n,), bits (n, k) or hashed rows (n, 3)
 REPORT_KINDS = {**dict.fromkeys(("grr", "l-grr", "rr-lip"), "codes"),
                 **dict.fromkeys(("sue", "oue", "l-sue", "l-osue", "l-oue", "ue-lip"), "bits"),
                 **dict.fromkeys(("olh", "blh", "lh-lip"), "hashed")}
-#: the first file version whose bit reports are stored packed (8 bits a byte)
+#: the first file version whose bit reports are stored packed (8 bits a byte) and whose integer
+#: arrays are stored in the smallest unsigned dtype of their range
 PACKED_FROM = 4
 _META_KEYS = {"protocol": str, "solution": str, "attrs": list, "sizes": list, "labels": list,
               "n": int}
@@ -50,11 +62,12 @@ def save_npz(path: str, meta: dict, arrays: dict) -> None:
     """Write ``meta`` (with its checksum) and ``arrays`` to ``path`` atomically.
 
     ``arrays`` holds the reports as the oracles give them (bits as ``bool`` or 0/1
-    integers); from version :data:`PACKED_FROM` on (``meta["version"]``) the bit reports are
-    packed before they are stored, and the checksum covers the packed arrays.
+    integers, codes and hashed rows as integers); from version :data:`PACKED_FROM` on
+    (``meta["version"]``) the bit reports are packed and the integer arrays narrowed (checked
+    to be in range first) before they are stored, and the checksum covers what is stored.
     """
     if meta.get("version", 0) >= PACKED_FROM:
-        arrays = _packed(path, meta, arrays)
+        arrays = _stored(path, meta, arrays)
     meta = {**meta, "checksum": checksum(meta, arrays)}
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
@@ -129,21 +142,121 @@ def _report_kinds(path: str, meta: dict) -> list[str | None]:
                          f"({exc})") from None
 
 
-def _packed(path: str, meta: dict, arrays: dict) -> dict:
-    """``arrays`` with every bit report packed along its bit axis (checked to hold 0 or 1)."""
+def smallest_uint(bound: int) -> np.dtype:
+    """The smallest unsigned dtype holding every integer in ``[0, bound)``."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if bound - 1 <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
+def hash_ranges(path: str, meta: dict) -> list[int]:
+    """The number of buckets ``g`` of each attribute's hash, from the metadata: OLH/BLH at the
+    budget the scheme (SPL/SMP) gives each attribute, LH-LIP with the mechanism's ``g``."""
+    from lopub.oracles.lip_encoded import LH_LIP_G
+    from lopub.oracles.multidim import SMP, SPL
+
+    if meta["protocol"] == "lh-lip":
+        return [LH_LIP_G] * len(meta["attrs"])
+    try:
+        sizes, variant = tuple(meta["sizes"]), meta.get("lgrr_variant", "paper")
+        scheme = (SMP(meta["protocol"], meta["epsilon"], sizes, r=meta["r"], eps_1=meta["eps_1"],
+                      lgrr_variant=variant) if meta["solution"] == "smp" else
+                  SPL(meta["protocol"], meta["epsilon"], sizes, eps_1=meta["eps_1"],
+                      lgrr_variant=variant))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"reports file {path!r}: its {meta['protocol']} parameters are invalid "
+                         f"({exc})") from None
+    return [int(o.g) for o in scheme.oracles]
+
+
+def _in_range(where: str, values: np.ndarray, lo: int, hi: int, what: str,
+              held: str | None = None) -> None:
+    """Refuse ``values`` outside ``[lo, hi)`` (``what`` they are expected to be)."""
+    if values.size and (values.min() < lo or values.max() >= hi):
+        raise ValueError(f"{where} holds {held or what} in [{values.min()}, {values.max()}]; "
+                         f"expected {what} in [{lo}, {hi})")
+
+
+def _integers(where: str, r: np.ndarray, ndim: int, width: int | None = None) -> None:
+    if (r.ndim != ndim or (width is not None and r.shape[1] != width)
+            or not np.issubdtype(r.dtype, np.integer)):
+        shape = "(rows,)" if ndim == 1 else f"(rows, {width or 'r'})"
+        raise ValueError(f"{where} has shape {r.shape} and dtype {r.dtype}; expected integers of "
+                         f"shape {shape}")
+
+
+def _stored(path: str, meta: dict, arrays: dict) -> dict:
+    """``arrays`` as version :data:`PACKED_FROM` stores them: every bit report packed along its
+    bit axis (checked to hold 0 or 1), every integer array checked to be in its range and
+    narrowed to :func:`smallest_uint` of it, hashed rows split into seeds and values."""
     out = dict(arrays)
-    for j, kind in enumerate(_report_kinds(path, meta)):  # loop over attributes
-        key = f"reports_{j}"
-        if kind != "bits" or key not in arrays:
+    d = len(meta["attrs"])
+    if "attributes" in arrays:
+        att, where = np.asarray(arrays["attributes"]), f"reports file {path!r}: 'attributes'"
+        _integers(where, att, 1 if att.ndim == 1 else 2)
+        _in_range(where, att, 0, d, "attribute indices")
+        out["attributes"] = att.astype(smallest_uint(d))
+    kinds = _report_kinds(path, meta)
+    g = hash_ranges(path, meta) if "hashed" in kinds else None
+    for j, kind in enumerate(kinds):  # loop over attributes
+        key, k = f"reports_{j}", meta["sizes"][j]
+        if key not in arrays:
             continue
         r, where = np.asarray(arrays[key]), f"reports file {path!r}: {key} (attribute {meta['attrs'][j]!r})"
-        if r.ndim != 2 or not (r.dtype == bool or np.issubdtype(r.dtype, np.integer)):
-            raise ValueError(f"{where} has shape {r.shape} and dtype {r.dtype}; expected a 2-d "
-                             f"array of bits (bool or 0/1)")
-        if r.dtype != bool and r.size and (r.min() < 0 or r.max() > 1):
-            raise ValueError(f"{where} holds values in [{r.min()}, {r.max()}]; expected bits 0 or 1")
-        out[key] = np.packbits(r.astype(bool, copy=False), axis=1)
+        if kind == "codes":
+            _integers(where, r, 1)
+            _in_range(where, r, 0, k, "codes", "values")
+            out[key] = r.astype(smallest_uint(k))
+        elif kind == "hashed" and g is not None:
+            _integers(where, r, 2, 3)
+            _in_range(where, r[:, 0], 1, HASH_PRIME, "seeds a")
+            _in_range(where, r[:, 1], 0, HASH_PRIME, "seeds b")
+            _in_range(where, r[:, 2], 0, g[j], "hashed values", "values")
+            out[f"seeds_{j}"] = r[:, :2].astype(np.uint32)
+            out[key] = r[:, 2].astype(smallest_uint(g[j]))
+        elif kind == "bits":
+            if r.ndim != 2 or not (r.dtype == bool or np.issubdtype(r.dtype, np.integer)):
+                raise ValueError(f"{where} has shape {r.shape} and dtype {r.dtype}; expected a 2-d "
+                                 f"array of bits (bool or 0/1)")
+            if r.dtype != bool and r.size and (r.min() < 0 or r.max() > 1):
+                raise ValueError(f"{where} holds values in [{r.min()}, {r.max()}]; expected bits 0 or 1")
+            out[key] = np.packbits(r.astype(bool, copy=False), axis=1)
     return out
+
+
+def _narrow(where: str, r: np.ndarray, shape: tuple, bound: int, what: str) -> np.ndarray:
+    """A stored integer array of version >= :data:`PACKED_FROM`, checked to have the writer's
+    dtype for ``bound``, its ``shape`` and values in ``[0, bound)``, widened to int64."""
+    want = smallest_uint(bound)
+    if r.dtype != want:
+        raise ValueError(f"{where} has dtype {r.dtype}; expected {want} (the smallest unsigned "
+                         f"dtype of {what} in [0, {bound}), file version >= {PACKED_FROM})")
+    if r.shape != shape:
+        raise ValueError(f"{where} has shape {r.shape}; expected {shape}")
+    _in_range(where, r, 0, bound, what, "values")
+    return r.astype(np.int64)
+
+
+def _hashed_rows(path: str, meta: dict, arrays: dict, j: int, rows: int, g: int) -> np.ndarray:
+    """The ``(rows, 3)`` int64 rows ``(a, b, y)`` of attribute ``j`` from the stored ``seeds_j``
+    (uint32 ``(rows, 2)``) and ``reports_j`` (the values ``y < g``); ``seeds_j`` is dropped."""
+    x, key = meta["attrs"][j], f"reports_{j}"
+    y = _narrow(f"reports file {path!r}: {key} (attribute {x!r})", arrays[key], (rows,), g,
+                "hashed values")
+    seeds = arrays.pop(f"seeds_{j}", None)
+    where = f"reports file {path!r}: seeds_{j} (attribute {x!r})"
+    if seeds is None:
+        raise ValueError(f"reports file {path!r} has no 'seeds_{j}' (attribute {x!r}): the hash "
+                         f"seeds of its reports")
+    if seeds.dtype != np.uint32:
+        raise ValueError(f"{where} has dtype {seeds.dtype}; expected uint32 (hash seeds below "
+                         f"{HASH_PRIME}, file version >= {PACKED_FROM})")
+    if seeds.shape != (rows, 2):
+        raise ValueError(f"{where} has shape {seeds.shape}; expected {(rows, 2)} (seeds a, b)")
+    _in_range(where, seeds[:, 0], 1, HASH_PRIME, "seeds a")
+    _in_range(where, seeds[:, 1], 0, HASH_PRIME, "seeds b")
+    return np.column_stack([seeds.astype(np.int64), y])
 
 
 def _unpacked(where: str, r: np.ndarray, rows: int, k: int) -> np.ndarray:
@@ -204,14 +317,24 @@ def load_npz(path: str, formats: tuple[str, tuple]) -> tuple[dict, dict]:
     if stored is None:  # versions 1 and 2: refused unless --no-verify
         missing_checksum(f"reports file {path!r}", f"version {meta['version']} oracle reports file")
     _check_meta(path, meta)
+    narrow = meta["version"] >= PACKED_FROM
+    if narrow and "attributes" in arrays:
+        att = arrays["attributes"]
+        arrays["attributes"] = _narrow(f"reports file {path!r}: 'attributes'", att, att.shape,
+                                       len(meta["attrs"]), "attribute indices")
     rows = _rows_per_attribute(path, meta, arrays)
     kinds = _report_kinds(path, meta)
+    g = hash_ranges(path, meta) if narrow and "hashed" in kinds else None
     for j, (x, k, kind) in enumerate(zip(meta["attrs"], meta["sizes"], kinds)):  # attributes
         key = f"reports_{j}"
         if key not in arrays:
             raise ValueError(f"reports file {path!r} has no {key!r} (attribute {x!r})")
         where = f"reports file {path!r}: {key} (attribute {x!r})"
-        if kind == "bits" and meta["version"] >= PACKED_FROM:
+        if kind == "bits" and narrow:
             arrays[key] = _unpacked(where, arrays[key], rows[j], k)
+        elif kind == "codes" and narrow:
+            arrays[key] = _narrow(where, arrays[key], (rows[j],), k, "codes")
+        elif kind == "hashed" and g is not None:
+            arrays[key] = _hashed_rows(path, meta, arrays, j, rows[j], g[j])
         _check_array(where, kind, arrays[key], rows[j], k)
     return meta, arrays

@@ -43,6 +43,8 @@ def _chunk(k: int) -> int:
 
 #: Valid hash seeds (fixed, drawn from seed 0) averaged over by :meth:`LHLIP.variance`.
 LH_VARIANCE_SEEDS = 4096
+#: buckets of LH-LIP's hash unless given (what ``lopub collect --protocol lh-lip`` uses)
+LH_LIP_G = 2
 _BAYES_NOTE = ("exact fixed-dataset variance of the posterior mean at the post-processed "
                "estimate (the estimate is biased toward the prior unless the data follow it)")
 
@@ -189,7 +191,7 @@ class LHLIP(MeasureMixin):
     variance_note = (_BAYES_NOTE + f"; averaged over {LH_VARIANCE_SEEDS} fixed valid hash "
                      f"seeds (numerical approximation of the average over all seeds)")
 
-    def __init__(self, prior: Any, epsilon: float, g: int = 2, max_redraws: int = 200) -> None:
+    def __init__(self, prior: Any, epsilon: float, g: int = LH_LIP_G, max_redraws: int = 200) -> None:
         self.prior = check_prior(prior)
         self.epsilon = check_lip_epsilon(epsilon)
         g = check_int("g", g, 2)
