@@ -1,4 +1,6 @@
 """lopub.Synthesizer: fit / fit_reports / sample / query / save-load / parameters / errors."""
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -6,6 +8,7 @@ import pytest
 import lopub
 from lopub.collect import collect
 from lopub.datasets import embedded
+from lopub.model.verdict import ReleaseQualityWarning
 from lopub.pipeline.synthesizer import NotFittedError, Synthesizer, SynthesizerReport
 
 SMALL = ["sex", "race", "education", "income"]
@@ -172,8 +175,20 @@ def test_fit_reports_checks(frame):
 
 def test_high_epsilon_warning_in_report():
     ds = embedded(2000, rng=5).select(SMALL)
-    s = Synthesizer(epsilon=20, protocol="marginals", rng=1).fit(ds)
+    with pytest.warns(UserWarning, match=r"^epsilon 20 per record is a weak guarantee"):
+        s = Synthesizer(epsilon=20, protocol="marginals", rng=1).fit(ds)  # as the guide's budget page says
     assert s.fit_report_.collection.warning and "weak guarantee" in s.fit_report_.warnings[0]
+    reports, _ = collect(ds, 20.0, protocol="marginals", rng=2)
+    with pytest.warns(UserWarning, match="epsilon 20 per record is a weak guarantee"):
+        Synthesizer(epsilon=1).fit_reports(reports)  # the reports' own budget
+
+
+def test_no_epsilon_warning_at_a_deployed_budget():
+    ds = embedded(2000, rng=5).select(SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ReleaseQualityWarning)
+        Synthesizer(epsilon=8, protocol="marginals", rng=1).fit(ds)
 
 
 def test_report_html(fitted, tmp_path, frame):

@@ -292,7 +292,7 @@ def _missing_rows(df: pd.DataFrame, domain: Any, missing: str, path: str) -> pd.
     no_cat = [a.name for a in domain.attributes if a.name in df.columns and a.missing is None]
     drop = df[no_cat].isna().any(axis=1) if no_cat else pd.Series(False, index=df.index)
     if drop.any():
-        warning(f"--missing drop: {int(drop.sum())} of {len(df)} rows of {path!r} dropped for a "
+        warning(f"--missing drop: {int(drop.sum()):,} of {len(df):,} rows of {path!r} dropped for a "
                 f"missing value in {sorted(c for c in no_cat if df[c].isna().any())}")
     return df[~drop].reset_index(drop=True)
 

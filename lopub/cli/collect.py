@@ -86,7 +86,7 @@ def cmd_schema(a: argparse.Namespace) -> None:
         from lopub.progress import warning
 
         warning("missing values ignored when inferring categories (" + ", ".join(
-            f"{c}: {round(s * len(df))}" for c, s in dropped.items()) + "); the rows holding them "
+            f"{c}: {round(s * len(df)):,}" for c, s in dropped.items()) + "); the rows holding them "
             "must be dropped when collecting (lopub collect --missing drop)")
     obj = report.domain.to_dict()
     if report.privacy_note:

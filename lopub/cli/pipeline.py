@@ -52,7 +52,7 @@ def _fit_text(rep: dict) -> str:
     mf = rep.get("model_fit")
     if mf:
         lines.append(f"model fit: loss {mf['loss']:.6g}, {mf['iterations']} iterations, "
-                     f"{'converged' if mf['converged'] else _not_converged(mf)}, "
+                     f"{'converged' if mf['converged'] else _not_converged(mf, rep.get('verdict'))}, "
                      f"{len(rep['measurements'])} measurements"
                      + (f"; one-way tables shrunk towards {' or '.join(mf.get('shrinkage_targets') or ['uniform'])}, "
                         f"{mf['shrinkage']:.0%} of their measured "

@@ -29,13 +29,18 @@ def cmd_serve(a: argparse.Namespace) -> None:
 
     import uvicorn
 
+    from ..progress import note
     from ..serve.app import build_app
     from ..serve.config import ENV, build_config
 
     if not 1 <= a.workers <= 64:
         raise ValueError(f"--workers ({a.workers}) must be in [1, 64]")
     options = _options(a)
+    new_key = a.relay_key_file is not None and not os.path.lexists(a.relay_key_file)
     cfg = build_config(options)  # checks everything (and creates the secret) before serving
+    if new_key:
+        note(f"created the relay key file {a.relay_key_file} (mode 0600): relays send its key as "
+             "'Authorization: Bearer KEY' to /api/c/NAME/batch")
     print(f"lopub serve: {sorted(cfg.collections)} on http://{a.host}:{a.port}/ "
           f"(store {cfg.store.where}, {a.workers} worker(s))", flush=True)
     common = dict(host=a.host, port=a.port, log_level="info" if a.access_log else "warning",
@@ -105,7 +110,8 @@ def _register_serve(sub: Any) -> None:
     p.add_argument("--store", help="SQLite file or postgresql:// URL (default, for one collection: FILE's "
                    "stem + .reports.sqlite beside FILE, as serve-export assumes; needed for several)")
     p.add_argument("--secret-file", help="token signing secret (created if absent; default beside the store)")
-    p.add_argument("--relay-key-file", help="key a relay sends to use the batch endpoint")
+    p.add_argument("--relay-key-file", help="key a relay sends to use the batch endpoint (created with a "
+                   "random key, mode 0600, if absent)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--rate", type=float, default=20.0, help="requests per second per address (default 20)")

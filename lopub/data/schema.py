@@ -235,7 +235,7 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
         _warn_almost_numeric(present, name, o.max_categories)
         marks = present.astype(str).str.strip()
         for t in sorted(set(marks[marks.isin(o.na)])):  # loop over the few markers found
-            notes.append(f"{t!r} ({int((marks == t).sum())} rows) may mark a missing value: kept as "
+            notes.append(f"{t!r} ({int((marks == t).sum()):,} rows) may mark a missing value: kept as "
                          f"the category {t!r} (read it as missing with --na-values {t})")
     hint = _respelled_note(present, o.na) if kind == "text" else []
     order = _slash_dates(present.astype(str).str.strip()) if kind == "text" else None

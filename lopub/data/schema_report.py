@@ -68,7 +68,7 @@ class SchemaReport:
                          f"{100 * c.missing_share:.1f}%", "; ".join(c.notes)))
         widths = [max(len(r[i]) for r in rows) for i in range(6)]
         lines = ["  ".join(v.ljust(w) for v, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
-        lines.append(f"rows: {self.n}; bins: {self.bins}; raw values kept up to {self.max_categories} "
+        lines.append(f"rows: {self.n:,}; bins: {self.bins}; raw values kept up to {self.max_categories} "
                      f"distinct; attributes: {len(self.domain)}; total cells: {_count(self.domain.cells())}")
         lines.append(f"provenance: {self.domain.provenance}")
         if self.privacy_note:
@@ -80,6 +80,6 @@ class SchemaReport:
 
 
 def _count(n: int) -> str:
-    """An integer as written up to 15 digits, else in scientific form (``1.2e128``)."""
+    """An integer with thousands separators up to 15 digits, else in scientific form (``1.2e128``)."""
     digits = str(n)
-    return digits if len(digits) <= 15 else f"{digits[0]}.{digits[1]}e{len(digits) - 1}"
+    return f"{n:,}" if len(digits) <= 15 else f"{digits[0]}.{digits[1]}e{len(digits) - 1}"

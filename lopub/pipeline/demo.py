@@ -57,7 +57,7 @@ DEFAULT_EPSILON = 8.0
 def _collect(data, f, epsilon, out: Path, seed: int, say) -> tuple[Any, dict]:
     """The clients' reports: the planner's protocol at ``epsilon`` per record, or the
     paper's Bloom reports at flip probability ``f``; written into ``out``."""
-    from lopub.collect import collect
+    from lopub.collect import collect, privacy_statement
 
     if f is not None:
         spec = CollectionSpec.from_domain(data.domain, f=f)
@@ -74,6 +74,10 @@ def _collect(data, f, epsilon, out: Path, seed: int, say) -> tuple[Any, dict]:
         info = {"protocol": "bloom", "estimator": "em", "f": spec.f,
                 "epsilon_per_attribute": round(spec.epsilon_per_attribute[0], 4),
                 "epsilon_per_record": round(spec.epsilon, 4)}
+        if plan is None:  # --f: the budget follows from f, and is stated (and warned about) all the same
+            info["privacy"], warning = privacy_statement(spec.epsilon)
+            if warning:
+                say(warning)
     else:
         say(f"collecting {data.n} records with {protocol} ({len(reports.plan.subsets)} attribute "
             f"sets, one per user), epsilon per record = {epsilon:g}")

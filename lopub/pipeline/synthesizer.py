@@ -220,6 +220,9 @@ class Synthesizer:
 
         Warns
         -----
+        UserWarning
+            ``epsilon`` above 10 per record is a weak guarantee (the message
+            says how weak); ``fit_report_.collection.warning`` holds it too.
         ReleaseQualityWarning
             The release's verdict (``verdict_``) is "not usable" or "usable
             with caveats"; the message gives the reasons.
@@ -244,6 +247,8 @@ class Synthesizer:
             Bloom reports or marginal-sampling reports; their own budget is
             recorded (``epsilon`` is not used).  A ``domain`` parameter, when
             set, must equal the reports' domain.
+
+        Warns as :meth:`fit` (above 10 per record, with the reports' budget).
         """
         self._check_params()
         t0 = time.perf_counter()
@@ -258,6 +263,8 @@ class Synthesizer:
 
     def _fit(self, reports: "AnyReports", info: CollectionReport, seconds: dict[str, float],
              t0: float) -> "Synthesizer":
+        if info.warning:  # a weak budget (above 10 per record), as lopub collect and plan say too
+            warnings.warn(info.warning.removeprefix("WARNING: "), UserWarning, stacklevel=3)
         t1 = time.perf_counter()
         result = fit_pipeline(reports, self.fit_options())
         seconds.update(fit=time.perf_counter() - t1, total=time.perf_counter() - t0)

@@ -35,6 +35,9 @@ def parse_collections(items: list[str]) -> dict[str, Collection]:
         name, path = split_item(item)
         if name in out:
             raise ValueError(f"collection name ({name!r}) is given twice")
+        if not os.path.isfile(path):
+            raise ValueError(f"collection {name!r}: no plan or spec file {path!r} (write one with "
+                             f"lopub serve-plan --domain DOMAIN --n N --epsilon E --out {path})")
         out[name] = Collection.load(name, path)
     return out
 
@@ -63,11 +66,32 @@ def store_of(item: str) -> str:
     return str(path.with_name(path.stem + ".reports.sqlite"))
 
 
-def read_relay_key(path: str | None) -> str | None:
-    """The relay key in ``path`` (at least 16 characters), or ``None``."""
+def read_relay_key(path: str | None, *, create: bool = True) -> str | None:
+    """The relay key in ``path`` (at least 16 characters), or ``None``.
+
+    Like the token secret, a missing file is created (``create``) with a random key of 64 hex
+    digits, mode 0600: hand it to the relays.
+    """
     if path is None:
         return None
-    text = Path(path).read_text(encoding="utf-8").strip()
+    if create and not os.path.lexists(path):
+        import secrets
+
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another worker created it first
+            pass
+        except OSError as exc:
+            raise ValueError(f"--relay-key-file ({path}) does not exist and cannot be created: "
+                             f"{exc.strerror}") from None
+        else:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(32) + "\n")
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--relay-key-file ({path}) cannot be read: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
     if len(text) < 16:
         raise ValueError(f"--relay-key-file ({path}) must hold a key of at least 16 characters")
     return text

@@ -243,7 +243,7 @@ def _model_section(ctx: _Inputs) -> str:
     mf = fit.get("model_fit") if isinstance(fit.get("model_fit"), dict) else None
     if mf is not None:
         rows.append(("Model fit", f"loss {_f(mf.get('loss'), 4)}, {mf.get('iterations')} iterations, "
-                                  + ("converged" if mf.get("converged") else not_converged(mf))))
+                                  + ("converged" if mf.get("converged") else not_converged(mf, fit.get("verdict")))))
     avd = m.meta.get("calibration_avd") or [None] * len(m.cliques)
     calibrated = mf is None  # separately estimated cliques: the AVD measures their disagreement
     head = ["Clique", "Attributes", "Cells", "Separator", "Reports per cell"] + (

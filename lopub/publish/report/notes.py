@@ -150,9 +150,16 @@ def release_warnings(model: Any, *, synthetic_n: int | None, real_n: int | None)
     return out
 
 
-def not_converged(mf: dict[str, Any]) -> str:
+def not_converged(mf: dict[str, Any], verdict: Any = None) -> str:
     """The model fit's state when not converged, consistent with why it stopped
-    (:func:`lopub.model.pgm.fit.why_not_converged`)."""
+    (:func:`lopub.model.pgm.fit.why_not_converged`).  With the fit's ``verdict`` (its dict) and
+    a convergence finding that is only a note (the model already fits its measurements within
+    their noise, so the fit warns of nothing), it says so instead of alarming."""
+    findings = verdict.get("findings") if isinstance(verdict, dict) else None
+    if any(isinstance(f, dict) and f.get("check") == "convergence" and f.get("severity") == "info"
+           for f in findings or ()):
+        return (f"not converged ({why_not_converged(mf.get('stop'), mf.get('gap'))}; harmless: it "
+                "already fits its measurements within their noise)")
     advice = "; raise max_iter: lopub fit --max-iter" if mf.get("stop") == "max_iter" else ""
     return f"NOT converged ({why_not_converged(mf.get('stop'), mf.get('gap'))}{advice})"
 
