@@ -138,9 +138,13 @@ def group_measurements(reports: MarginalReports, postprocess: str = "norm-sub") 
     # the one-way tables pooled with weights that depend on the groups' sizes and oracles only
     flat = [_at_reference(plan, i, m, np.full(m.values.size, 1.0 / m.values.size), reports.n)
             for i, m in groups]
-    one = {a: _smoothed(combine([m.project([a]) for m in flat if a in m.attrs]).values,
-                        sum(int(m.n or 0) for m in flat if a in m.attrs))
-           for a in plan.domain.attrs if any(a in m.attrs for m in flat)}
+    holding: dict[str, list[Measurement]] = {}  # attribute -> the measurements holding it, in order
+    for m in flat:  # subsets, not users
+        for a in m.attrs:
+            holding.setdefault(a, []).append(m)
+    one = {a: _smoothed(combine([m.project([a]) for m in holding[a]]).values,
+                        sum(int(m.n or 0) for m in holding[a]))
+           for a in plan.domain.attrs if a in holding}
     ms = []
     for i, m in groups:  # subsets, not users
         independent = np.ones(())

@@ -244,6 +244,8 @@ class Domain:
     attributes: tuple[Attribute, ...]
     provenance: str | None = field(default=None, compare=False)
     _index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    _names: tuple[str, ...] = field(init=False, repr=False, compare=False)  # attrs, computed once
+    _sizes: tuple[int, ...] = field(init=False, repr=False, compare=False)  # sizes, computed once
 
     def __post_init__(self) -> None:
         attrs = tuple(self.attributes)
@@ -257,6 +259,8 @@ class Domain:
             raise DomainError(f"duplicate attribute names {dup}")
         object.__setattr__(self, "attributes", attrs)
         object.__setattr__(self, "_index", {n: i for i, n in enumerate(names)})
+        object.__setattr__(self, "_names", tuple(names))
+        object.__setattr__(self, "_sizes", tuple(a.size for a in attrs))
 
     # construction -----------------------------------------------------
     @classmethod
@@ -268,12 +272,12 @@ class Domain:
     @property
     def attrs(self) -> tuple[str, ...]:
         """Attribute names in order."""
-        return tuple(a.name for a in self.attributes)
+        return self._names
 
     @property
     def sizes(self) -> tuple[int, ...]:
         """Number of categories per attribute, in order."""
-        return tuple(a.size for a in self.attributes)
+        return self._sizes
 
     def __len__(self) -> int:
         return len(self.attributes)
