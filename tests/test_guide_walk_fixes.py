@@ -22,10 +22,21 @@ DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "3
 def test_demo_with_f_states_and_warns_about_its_budget(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--n", "400", "--f", "0.5"]) == 0
-    printed = capsys.readouterr().out
-    assert "WARNING: epsilon 114.256 per record is a weak guarantee" in printed
+    cap = capsys.readouterr()
+    assert "lopub demo: warning: epsilon 114.256 per record is a weak guarantee" in cap.err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["privacy"].startswith("Privacy: each user's report is epsilon-LDP with epsilon = 114.256")
+    # README: progress and remarks go to stderr; stdout is the summary (JSON) and the verdict line
+    assert "encoding 400 records" in cap.err and "fitting:" in cap.err
+    text, _, verdict = cap.out.rpartition("\nverdict: ")
+    assert json.loads(text) == summary and verdict
+
+
+def test_demo_quiet_keeps_the_budget_warning(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path / "d"), "--n", "300", "--epsilon", "20", "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert "lopub demo: warning: epsilon 20 per record is a weak guarantee" in cap.err
+    assert cap.out == ""
 
 
 # docs/COLLECTION.md: `lopub serve survey=plan.json --relay-key-file relay.key` on a fresh machine -

@@ -36,6 +36,7 @@ import itertools
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -77,7 +78,7 @@ def _collect(data, f, epsilon, out: Path, seed: int, say) -> tuple[Any, dict]:
         if plan is None:  # --f: the budget follows from f, and is stated (and warned about) all the same
             info["privacy"], warning = privacy_statement(spec.epsilon)
             if warning:
-                say(warning)
+                _weak_budget(warning)
     else:
         say(f"collecting {data.n} records with {protocol} ({len(reports.plan.subsets)} attribute "
             f"sets, one per user), epsilon per record = {epsilon:g}")
@@ -89,8 +90,15 @@ def _collect(data, f, epsilon, out: Path, seed: int, say) -> tuple[Any, dict]:
         info["planner"] = {o.protocol: round(o.predicted_tvd, 4) for o in plan.options}
         info["privacy"] = plan.privacy
         if plan.warning:
-            say(plan.warning)
+            _weak_budget(plan.warning)
     return reports, info
+
+
+def _weak_budget(text: str) -> None:
+    """The planner's warning of a weak budget, as a warning on stderr (``--quiet`` keeps it)."""
+    from lopub.progress import warning
+
+    warning(text.removeprefix("WARNING: "), command="demo")
 
 
 def run_demo(a: argparse.Namespace) -> dict:
@@ -146,7 +154,8 @@ def _run_in(a: argparse.Namespace, out: Path, final: Path) -> dict:
         epsilon = DEFAULT_EPSILON if epsilon is None else check_positive("epsilon", epsilon)
     check_int("n", a.n, 1)
     quiet = getattr(a, "quiet", False)
-    say = (lambda *x: None) if quiet else print
+    say = (lambda *x: None) if quiet else print  # the results: the summary and the verdict
+    tell = (lambda *x: None) if quiet else (lambda *x: print(*x, file=sys.stderr, flush=True))  # progress
     progress = None if quiet else ConsoleProgress()
     times = {}
     t = time.perf_counter()
@@ -155,7 +164,7 @@ def _run_in(a: argparse.Namespace, out: Path, final: Path) -> dict:
     write_release(data.to_pandas(), out / "true_data.csv")
     bn.domain.to_json(out / "domain.json")
     times["generate"], t = time.perf_counter() - t, time.perf_counter()
-    reports, collection = _collect(data, f, epsilon, out, a.seed + 1, say)
+    reports, collection = _collect(data, f, epsilon, out, a.seed + 1, tell)
     times["encode"], t = time.perf_counter() - t, time.perf_counter()
     options = FitOptions()  # the library's defaults, as `lopub fit` uses them
     if isinstance(reports, Reports):
@@ -163,7 +172,7 @@ def _run_in(a: argparse.Namespace, out: Path, final: Path) -> dict:
     else:
         cache = MarginalCache(CompletedSource(measure_marginals(reports)))
     phi = options.phi
-    say(f"fitting: one- and two-way estimates ({collection['estimator']}), dependency graph, "
+    tell(f"fitting: one- and two-way estimates ({collection['estimator']}), dependency graph, "
         "junction tree, model fit")
     result = fit(reports, options, estimator=cache, progress=progress, warn=False)
     model, rep = result.model, result.report

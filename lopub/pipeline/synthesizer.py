@@ -248,7 +248,10 @@ class Synthesizer:
             recorded (``epsilon`` is not used).  A ``domain`` parameter, when
             set, must equal the reports' domain.
 
-        Warns as :meth:`fit` (above 10 per record, with the reports' budget).
+        Warns
+        -----
+        UserWarning, ReleaseQualityWarning
+            As :meth:`fit`, with the reports' own budget.
         """
         self._check_params()
         t0 = time.perf_counter()
