@@ -13,6 +13,41 @@ of users (for k = 2 it is ``L_a`` itself), and then::
 
 so no (n, |O_1|, ..., |O_k|) tensor is ever built.
 
+Stopping in noise (stop rule ``"noise"``).  The rule ``tol`` bounds an
+absolute change in probability (1e-6), a numerical tolerance.  When the
+reports are noise-dominated the log-likelihood is nearly flat over the whole
+simplex, EM contracts very slowly and thousands of E-steps move the table by
+amounts that no statistic could detect (Bloom reports of 69 users at
+f = 0.986: 4,000-10,000 E-steps per pair, the whole run gaining < 0.5 nats of
+log-likelihood).  EM then also stops, with ``meta["stop_rule"] = "noise"``,
+when both hold:
+
+1. the table is noise-dominated: every cell's standard error from the Bloom
+   noise alone (that of the unbiased moment estimator, known from f, the
+   filters and n before EM: :func:`lopub.estimate.em_estimator.noise_se`;
+   the true standard error is at least this) is >= :data:`NOISE_SE` =
+   1 / :data:`NOISE_FRACTION` = 100.  Every cell lies in [0, 1], so every
+   table of the simplex, the iterate included, is then within
+   NOISE_FRACTION = 0.01 standard errors of EM's fixed point, cell by cell;
+2. EM can gain at most :data:`NOISE_GAP` = 0.05 nats more: the
+   log-likelihood ``l(p) = sum_u log(L_u . p)`` is concave, so
+   ``l(p*) - l(p) <= max_c grad_c - grad . p = n (max_c F(p)_c / p_c - 1)``
+   (the Frank-Wolfe duality gap over the cells with p_c > 0, the face EM
+   stays on; ``F`` the EM map, computed anyway), a bound that holds however
+   slowly EM contracts.  A likelihood-ratio statistic 2 x 0.05 = 0.1 is a
+   tenth of the mean of even a one-degree-of-freedom chi-square: no test
+   could tell the iterate from the fixed point.  (In the quadratic
+   approximation it means at most sqrt(0.1) = 0.32 standard errors in any
+   direction; at such noise the margins, whose standard errors are about
+   the square root of a cell's, move by < 0.1 of theirs anyway: they lie in
+   [0, 1] too.)  The gap keeps EM going while the data still pull it.
+
+Condition 1 keeps every informative fit unchanged: the smallest such
+standard error is 0.03 for an Adult pair at f = 0.9, 68 at the per-record
+epsilon 0.5 (f = 0.998, h = 4, all 45,222 users), 140-150 for the demo's
+69 users at epsilon 0.74 (docs/BENCHMARKS.md, "Inputs are sacred").  EM
+options ``noise_stop=False`` turn the rule off.
+
 References
 ----------
 Ren et al., "LoPub", IEEE TIFS 2018, Alg. 1; docs/ARCHITECTURE.md,
@@ -31,6 +66,9 @@ import numpy as np
 
 TINY = 1e-300
 STOP_RULES = ("max_change", "paper")
+NOISE_FRACTION = 0.01  # of a standard error: how close to the fixed point is close enough, per cell
+NOISE_SE = 1.0 / NOISE_FRACTION  # smallest cell standard error at which every table is that close
+NOISE_GAP = 0.05  # nats of log-likelihood left to gain: likelihood-ratio statistic 0.1
 
 
 def khatri_rao(blocks: Sequence[np.ndarray]) -> np.ndarray:
@@ -135,6 +173,8 @@ class EMResult:
     loglik: float
     change: float
     trace: list = field(default_factory=list)
+    noise: bool = False  #: stopped by the noise rule (log-likelihood gap <= ``noise_gap``)
+    gap: float = math.inf  #: the last log-likelihood gap computed (noise rule only)
 
 
 def _change(rule: str, old: np.ndarray, new: np.ndarray, scale: np.ndarray | None = None) -> float:
@@ -167,6 +207,8 @@ def run_em(
     accelerate: bool = True,
     progress: Callable | None = None,
     scale: np.ndarray | None = None,
+    noise_gap: float | None = None,
+    users: int = 0,
 ) -> EMResult:
     """Iterate the EM map ``step`` from ``start`` until the change is <= ``tol``.
 
@@ -184,6 +226,11 @@ def run_em(
     point, ``change / (1 - rate)`` with ``rate`` the ratio of two consecutive
     plain EM steps' changes, is <= ``tol`` (a fraction of a standard error).
 
+    With ``noise_gap`` (the noise rule, module docstring; ``users`` = n) EM
+    also stops after a plain EM step from ``x`` when ``users * (max_c
+    F(x)_c / x_c - 1)``, a bound on the log-likelihood still to gain, is
+    <= ``noise_gap``; it returns ``F(x)`` with ``noise`` set.
+
     References
     ----------
     Ren et al., IEEE TIFS 2018, Alg. 1; Varadhan and Roland 2008 (SQUAREM).
@@ -198,26 +245,40 @@ def run_em(
             progress(evals, max_iter)
         return out
 
+    gap = math.inf
+
+    def flat(x, fx) -> bool:  # the noise rule: at most noise_gap nats left to gain
+        nonlocal gap
+        if noise_gap is None:
+            return False
+        on = x > 0
+        gap = users * (float(np.max(fx[on] / x[on])) - 1.0)
+        return gap <= noise_gap
+
     change = math.inf
     prev = None  # with scale: the previous plain EM step's change (for the rate)
     while evals < max_iter:
         p1, ll0 = ev(p)
         trace.append(ll0)
         change = _change(stop_rule, p, p1, scale)
+        if flat(p, p1):
+            return EMResult(p1, evals, True, ll0, change, trace, True, gap)
         if scale is not None:
             # after an extrapolation the previous step is not a plain EM step
             prev, change = change, (math.inf if accelerate else _remaining(prev, change))
         if change <= tol or not accelerate or evals >= max_iter:
             p = p1
             if change <= tol:
-                return EMResult(p, evals, True, ll0, change, trace)
+                return EMResult(p, evals, True, ll0, change, trace, gap=gap)
             continue
         p2, ll1 = ev(p1)
         change = _change(stop_rule, p1, p2, scale)
+        if flat(p1, p2):
+            return EMResult(p2, evals, True, ll1, change, trace, True, gap)
         if scale is not None:
             change = _remaining(prev, change)
         if change <= tol or evals >= max_iter:
-            return EMResult(p2, evals, change <= tol, ll1, change, trace)
+            return EMResult(p2, evals, change <= tol, ll1, change, trace, gap=gap)
         r, v = p1 - p, p2 - 2 * p1 + p
         nv = float(np.linalg.norm(v))
         if nv == 0.0:
@@ -228,7 +289,7 @@ def run_em(
         pq /= pq.sum()
         p3, llq = ev(pq)
         p = p3 if llq >= ll1 else p2
-    return EMResult(p, evals, False, trace[-1] if trace else float("nan"), change, trace)
+    return EMResult(p, evals, False, trace[-1] if trace else float("nan"), change, trace, gap=gap)
 
 
 def uniform(shape: tuple[int, ...]) -> np.ndarray:
@@ -237,20 +298,33 @@ def uniform(shape: tuple[int, ...]) -> np.ndarray:
 
 def em_joint(data: KwayData, start: np.ndarray, *, offset: float, tol: float, max_iter: int,
              stop_rule: str, accelerate: bool = True, progress=None,
-             scale: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
-    """Fit the k-way joint by EM on ``data``; returns the table and its metadata."""
+             scale: np.ndarray | None = None, noise_se: float | None = None) -> tuple[np.ndarray, dict]:
+    """Fit the k-way joint by EM on ``data``; returns the table and its metadata.
+
+    ``noise_se``: the smallest cell standard error from the Bloom noise; at
+    >= :data:`NOISE_SE` the noise rule is on (module docstring).
+    """
     t0 = time.perf_counter()
+    noisy = noise_se is not None and noise_se >= NOISE_SE
     res = run_em(data.estep, start, tol=tol, max_iter=max_iter, stop_rule=stop_rule,
-                 accelerate=accelerate, progress=progress, scale=scale)
+                 accelerate=accelerate, progress=progress, scale=scale,
+                 noise_gap=NOISE_GAP if noisy else None, users=data.n)
+    rule = stop_rule if scale is None else "max_change_se"
     meta = {
         "iterations": res.iterations,
         "converged": res.converged,
         "loglik": res.loglik + offset,
         "final_change": res.change,
-        "stop_rule": stop_rule if scale is None else "max_change_se",
+        "stop_rule": "noise" if res.noise else rule,
         "tol": tol,
         "accelerate": "squarem" if accelerate else None,
         "loglik_trace": [x + offset for x in res.trace],
         "em_seconds": time.perf_counter() - t0,
     }
+    if noisy:  # why EM may stop early: every cell's noise SE >= NOISE_SE
+        meta.update(noise_se=noise_se, loglik_gap=res.gap,
+                    noise_reason=(f"noise-dominated: every cell's standard error from the Bloom noise is "
+                                  f">= {noise_se:.3g} (>= {NOISE_SE:g}); stopped when at most "
+                                  f"{NOISE_GAP:g} nats of log-likelihood were left to gain"
+                                  if res.noise else None))
     return res.p, meta

@@ -27,6 +27,7 @@ from lopub.data.marginal import Marginal
 from lopub.estimate.sandwich import SandwichVariance
 from lopub.estimate.em import STOP_RULES, TINY, KwayData, em_joint, khatri_rao, uniform
 from lopub.estimate.likelihood import attribute_likelihood
+from lopub.estimate.moment import design_matrix
 from lopub.estimate.options import Options, anything, flag, integer, one_of, option, scheduler_options
 
 FULL_INFORMATION_CELLS = 512
@@ -43,6 +44,8 @@ class EMCoreOptions(Options):
     information_cells: int = option(FULL_INFORMATION_CELLS, integer(0),
                                     "largest table whose variance comes from the observed information "
                                     "(n C^2 work); larger ones get the moment-sandwich bound")
+    noise_stop: bool = option(True, flag(), "also stop EM where the Bloom noise swamps every cell "
+                              "(stop rule 'noise', lopub/estimate/em.py)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +85,24 @@ def observed_information(data: KwayData, p: np.ndarray, *,
     return info * (data.n / used), used
 
 
+def noise_se(reports, attrs: Sequence[str]) -> np.ndarray:
+    """Per-cell standard error of the unbiased moment estimate (centred design) from the Bloom noise alone.
+
+    Each reported bit is its filter's bit flipped with probability f/2, so it has variance
+    ``v = f/2 (1 - f/2)`` whatever the value, independently of the other bits; the projected bits
+    ``z = (s - f/2) pinv(A_j)`` of attribute j then have ``E[z_c^2 | w] >= v (G^T G)_cc`` with
+    ``G = pinv(A_j)``, and attributes are flipped independently, so the cell's mean of n products
+    has variance at least ``(prod_j v (G_j^T G_j)_(c_j c_j) - 1) / n`` (a cell's probability is at
+    most 1).  Needs only the spec and n: known before EM, no pass over the reports.
+    """
+    f = reports.spec.f
+    var = np.ones(())
+    for a in attrs:
+        g = np.linalg.pinv(design_matrix(reports, a, "centered"))
+        var = np.multiply.outer(var, (f / 2.0) * (1.0 - f / 2.0) * np.einsum("mc,mc->c", g, g))
+    return np.sqrt(np.maximum(var - 1.0, 0.0) / reports.n)
+
+
 def simplex_covariance(info: np.ndarray) -> np.ndarray:
     """``B (B^T I B)^+ B^T`` for the zero-sum basis ``B = [I; -1^T]`` (per-cell variances)."""
     c = info.shape[0]
@@ -97,7 +118,9 @@ class EMEstimator(SandwichVariance):
 
     Options (:class:`EMOptions`): ``postprocess`` ("clip"), ``tol`` (1e-6),
     ``max_iter`` (10000 EM-map evaluations), ``start``, ``stop_rule``,
-    ``accelerate``, ``information_cells`` (512), ``chunk_size``,
+    ``accelerate``, ``noise_stop`` (True: the stop rule ``"noise"`` of
+    :mod:`lopub.estimate.em` where the Bloom noise swamps every cell),
+    ``information_cells`` (512), ``chunk_size``,
     ``memory_budget``, ``reuse_subsets``.
 
     References
@@ -119,10 +142,11 @@ class EMEstimator(SandwichVariance):
         else:
             liks = [self.cache.likelihood(a) for a in attrs]
             data, offset = self._kway([x.values for x in liks], attrs), sum(x.offset for x in liks)
+        floor = float(noise_se(self.reports, attrs).min()) if o.noise_stop else None
         p, meta = em_joint(data, start, offset=offset,
                            tol=o.tol if tol is None else tol, max_iter=o.max_iter,
                            stop_rule=o.stop_rule, accelerate=o.accelerate,
-                           progress=self.progress, scale=scale)
+                           progress=self.progress, scale=scale, noise_se=floor)
         return p, meta, data
 
     def _big(self, keys: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
