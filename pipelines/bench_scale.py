@@ -232,8 +232,10 @@ def section_dask(cfg: dict, work: Path, a: argparse.Namespace) -> dict:
 
 
 def section_marginals(cfg: dict, work: Path, a: argparse.Namespace) -> dict:
-    """``marg_n`` users simulated under the planner's marginal plan, ``batch`` at a time, saved as .npz; the fit."""
-    from lopub.collect import collect_records, plan
+    """``marg_n`` users simulated under the planner's one-phase marginal plan (what a service collects:
+    ``plan_marginals``; a two-phase report's ``marginal_plan`` is its screen), ``batch`` at a time, saved
+    as .npz; the fit."""
+    from lopub.collect import collect_records, plan, plan_marginals
 
     n, d, batch, seed = cfg["marg_n"], cfg["marg_d"], cfg["batch"], 11
     path = work / f"marg_{n}_{d}.npz"
@@ -241,7 +243,7 @@ def section_marginals(cfg: dict, work: Path, a: argparse.Namespace) -> dict:
         t0 = time.perf_counter()
         first = wide_dataset(min(batch, n), d, seed=seed)
         report = plan(first.domain, n, cfg["epsilon"])
-        mplan, t1 = report.marginal_plan, time.perf_counter()
+        mplan, t1 = plan_marginals(first.domain, n, cfg["epsilon"]), time.perf_counter()
         reports = collect_records(first, mplan, rng=seed + 1)
         for i, at in enumerate(range(batch, n, batch), start=1):
             data = wide_dataset(min(batch, n - at), d, seed=seed + 1000 * i)
