@@ -446,3 +446,32 @@ def test_detection_screen_adds_the_deterministic_pair_and_is_not_released():
     model = fit(reports).model
     joint = np.asarray(model.project(["a3", "a4"]).values)
     assert np.trace(joint) > 0.8  # measured, not released at independence (1/16 on the diagonal)
+
+
+def test_cli_collect_says_the_screen_reports_are_not_in_the_file(tmp_path, capsys):
+    """``lopub collect --protocol auto`` after a detection screen: the line and the JSON say how many
+    reports the file holds (the screen's users spent their budget but are not released)."""
+    import json
+
+    import pandas as pd
+
+    from lopub.cli import main
+    from lopub.collect.twophase import DetectPlan
+
+    dom = domain(ADULT_SIZES)
+    rng = np.random.default_rng(3)
+    cols = [rng.integers(0, k, ADULT_N) for k in ADULT_SIZES]
+    pd.DataFrame({a.name: [a.categories[c] for c in col] for a, col in zip(dom.attributes, cols)}).to_csv(
+        tmp_path / "d.csv", index=False)
+    dom.to_json(tmp_path / "dom.json")
+    dp = plan(dom, ADULT_N, 8.0).two_phase
+    assert isinstance(dp, DetectPlan)
+    args = ["collect", str(tmp_path / "d.csv"), "--domain", str(tmp_path / "dom.json"), "--epsilon", "8",
+            "--seed", "1", "--quiet"]
+    assert main(args + ["--out", str(tmp_path / "r.npz")]) in (0, None)
+    line = capsys.readouterr().out
+    assert f"collected {ADULT_N:,} reports" in line
+    assert f"{dp.n_main:,} written: the {dp.n_screen:,} reports of the screen" in line
+    assert main(args + ["--out", str(tmp_path / "r2.npz"), "--json"]) in (0, None)
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n"] == ADULT_N and summary["n_released"] == dp.n_main

@@ -146,9 +146,9 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
     kept = getattr(reports, "n", data.n)
     if kept != data.n:  # a screen chose the plan and its reports are not released (lopub.collect.collect)
         summary["n_released"] = kept
-    note = (f"; {kept} written: the {data.n - kept} reports of the screen that chose the plan are not part of "
+    note = (f"; {kept:,} written: the {data.n - kept:,} reports of the screen that chose the plan are not part of "
             "the release" if kept != data.n else "")
-    emit(summary, a.json, f"collected {data.n} reports with {chosen} (planned at epsilon "
+    emit(summary, a.json, f"collected {data.n:,} reports with {chosen} (planned at epsilon "
                           f"{a.epsilon:g} per record){note} -> {out}\n{report.privacy}")
 
 
