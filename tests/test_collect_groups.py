@@ -38,7 +38,8 @@ from lopub.collect.groups import (
     min_users,
     shortfall,
 )
-from lopub.collect.twophase import DetectPlan, TwoPhasePlan, detect_users, plan_marginals
+from lopub.collect.detect import DetectPlan, detect_users
+from lopub.collect.twophase import TwoPhasePlan, plan_marginals
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
 

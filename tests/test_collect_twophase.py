@@ -395,7 +395,7 @@ def test_a_single_phase_collection_measuring_every_pair_is_predicted_from_its_ow
     assert "after_collection" not in same.option("marginals").params
 
 
-# detection screen of the pairs a trimmed plan leaves out (issue 24, session 37) ---------------------
+# detection screen of the pairs a trimmed plan leaves out (issue 24, session 36) ---------------------
 ADULT_SIZES = (8, 9, 8, 16, 16, 7, 15, 6, 5, 2, 8, 8, 8, 42, 2)  # Adult as `lopub schema` bins it; a3, a4: education(-num)
 ADULT_N = 32561
 
@@ -403,7 +403,7 @@ ADULT_N = 32561
 def test_planner_screens_the_pairs_a_trimmed_triple_cover_leaves_out():
     from lopub.collect.adaptive import all_pairs, candidate_plans
     from lopub.collect.groups import fit_to_users
-    from lopub.collect.twophase import DETECT_SHARE, DetectPlan, detect_users, unmeasured_pairs
+    from lopub.collect.detect import DETECT_SHARE, DetectPlan, detect_users, unmeasured_pairs
 
     dom = domain(ADULT_SIZES)
     assert choose_subsets(dom, ADULT_N, 8.0)[0] == "triples (trimmed)"  # no screen of all pairs fits
@@ -428,7 +428,7 @@ def test_planner_screens_the_pairs_a_trimmed_triple_cover_leaves_out():
 
 
 def test_detection_screen_adds_the_deterministic_pair_and_is_not_released():
-    from lopub.collect.twophase import DetectPlan
+    from lopub.collect.detect import DetectPlan
 
     dom = domain(ADULT_SIZES)
     rng = np.random.default_rng(7)
@@ -456,7 +456,7 @@ def test_cli_collect_says_the_screen_reports_are_not_in_the_file(tmp_path, capsy
     import pandas as pd
 
     from lopub.cli import main
-    from lopub.collect.twophase import DetectPlan
+    from lopub.collect.detect import DetectPlan
 
     dom = domain(ADULT_SIZES)
     rng = np.random.default_rng(3)

@@ -54,7 +54,7 @@ measurements of the release.  The planner uses it at mid epsilon
 (:mod:`lopub.collect.planner`).
 Where the rule's triple cover is trimmed to fit the users, the planner may
 instead screen only the pairs the trimmed plan leaves out, with a few users
-each (:class:`~lopub.collect.twophase.DetectPlan`).
+each (:class:`~lopub.collect.detect.DetectPlan`).
 """
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         :class:`~lopub.collect.reports.MarginalReports` (marginals,
         one-attribute; a two-phase plan's two phases merged into one,
         :func:`~lopub.collect.twophase.merge_reports`; after a detection screen,
-        :class:`~lopub.collect.twophase.DetectPlan`, the main phase's reports
+        :class:`~lopub.collect.detect.DetectPlan`, the main phase's reports
         alone) or :class:`lopub.reports.bloom.Reports` (bloom), and the
         planner's report (its ``warning`` is set above epsilon 10; its
         ``notes`` give the plan-time group-size checks; after a two-phase

@@ -27,9 +27,9 @@ last resort of the family (there is nothing smaller to fall back to): it
 needs :data:`MIN_GROUP_FLOOR` users, and a group below its informative
 minimum is reported as a warning (:func:`noisy_one_way`), not dropped.
 
-A detection screen (:class:`~lopub.collect.twophase.DetectPlan`) is the
+A detection screen (:class:`~lopub.collect.detect.DetectPlan`) is the
 one exception: its pair groups are sized to find a strong dependence
-(:func:`~lopub.collect.twophase.detect_users`), below this minimum, and its
+(:func:`~lopub.collect.detect.detect_users`), below this minimum, and its
 reports only choose the main plan; they are not part of the release.
 
 ``n_min`` falls as ``epsilon`` grows (``V`` falls), so a larger budget only

@@ -38,7 +38,7 @@ class PlanReport:
     there are fewer users than attributes and only Bloom is possible; the
     screen's plan when the option is two-phase); ``two_phase`` is the
     :class:`~lopub.collect.twophase.TwoPhasePlan` of a two-phase option
-    or the :class:`~lopub.collect.twophase.DetectPlan` of a trimmed plan's
+    or the :class:`~lopub.collect.detect.DetectPlan` of a trimmed plan's
     detection screen (else ``None``).
     """
 

@@ -120,13 +120,13 @@ epsilon <= 4 too, which made bn-hailfinder's release worse at epsilon 8 than at
 predicted after the collection from their own tables
 (:meth:`PlanReport.after_collection`).
 
-Detection screen (:class:`~lopub.collect.twophase.DetectPlan`, issue 24,
-session 37): where the uniform rule picks a triple cover its users cannot
+Detection screen (:class:`~lopub.collect.detect.DetectPlan`, issue 24,
+session 36): where the uniform rule picks a triple cover its users cannot
 fill ("triples (trimmed)": the cheapest triples are kept, the pairs of the
 others are never measured, whichever they are) and no screen of all pairs
-fits, at most :data:`~lopub.collect.twophase.DETECT_SHARE` (10 %) of the
+fits, at most :data:`~lopub.collect.detect.DETECT_SHARE` (10 %) of the
 users screen only the pairs the trimmed plan leaves out, each group sized to
-find a strong dependence (:func:`~lopub.collect.twophase.detect_users`), not
+find a strong dependence (:func:`~lopub.collect.detect.detect_users`), not
 to measure the pair; the rest measure the trimmed plan or it with the
 screen's most dependent pairs added (chosen by the cost model with each
 screened pair's measured dependence); the screen's reports are not part of
@@ -186,6 +186,7 @@ from lopub.collect.bloom_cost import (  # noqa: F401 (re-exported)
     bloom_unit_noise,
     predict_bloom,
 )
+from lopub.collect.detect import DETECT_TVD, DetectPlan
 from lopub.collect.groups import MIN_GROUP_FLOOR, describe_groups, fit_to_users
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.plan_report import (  # noqa: F401 (re-exported)
@@ -194,7 +195,7 @@ from lopub.collect.plan_report import (  # noqa: F401 (re-exported)
     ProtocolOption,
     privacy_statement,
 )
-from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, DETECT_TVD, DetectPlan, TwoPhasePlan
+from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, TwoPhasePlan
 from lopub.data.domain import Domain
 from lopub.errors import SpecError
 
