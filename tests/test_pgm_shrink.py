@@ -196,3 +196,28 @@ def test_a_mixed_group_pulls_each_table_towards_its_own_component(seed):
     # plain: about 20 * 4 * 0.05^2 = 0.2 (less where the simplex clips); shrunk: each table near its
     # centre, whose error is the noise over 9 tables plus the spread 0.01, about 0.02
     assert np.sum((shrunk - truth) ** 2) < 0.5 * np.sum((plain - truth) ** 2)
+
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_table_far_beyond_the_pooled_prior_keeps_its_deviation(seed):
+    # eleven uniform tables and one with its mass in one cell, noise sd 0.05 per cell: the pooled tau^2
+    # (~0.014, nearly all of it the outlier's) is about 6 noise variances, and the old rule pulled the
+    # outlier by the full James-Stein factor (lambda ~ 0.85): its big cell ~0.11 (2 noise sd) towards
+    # uniform.  That cell stands ~0.72 / sqrt(tau^2 + sigma^2) ~ 5.5 sd from its prior, beyond the
+    # Bonferroni point of all 48 cells (4.3), so the table keeps no prior: the fit leaves it where its
+    # measurement puts it (within a fraction of the noise sd), and the other tables keep their priors.
+    rng = np.random.default_rng(seed)
+    sigma = 0.05
+    p = np.full((D, K), 1 / K)
+    p[0] = [0.97, 0.01, 0.01, 0.01]
+    ms = one_way(p, sigma, rng)
+    priors = shrinkage_priors(ms)
+    assert [pr.attrs for pr in priors] == [(a,) for a in DOM.attrs[1:]]
+    assert all(pr.provenance["target"] == "uniform" for pr in priors)
+    tree = no_edges()
+    plain = fitted_one_way(fit_mrf(DOM, tree, ms, tol=1e-10))
+    shrunk = fitted_one_way(fit_mrf(DOM, tree, ms, tol=1e-10, priors=priors))
+    assert shrunk[0][0] >= plain[0][0] - sigma / 2  # its big cell: the old rule lowered it by ~2 sd
+    assert np.max(np.abs(shrunk[0] - plain[0])) <= sigma / 2
+    assert np.linalg.norm(shrunk[1:] - 1 / K) <= np.linalg.norm(plain[1:] - 1 / K)
