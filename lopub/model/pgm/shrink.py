@@ -175,7 +175,7 @@ the grand mean: bn-alarm's binary tables 1.326 -> 1.111 over three seeds, its fo
 bn-alarm unchanged, digits at 0.5, seed 2 +20 %, retail top-100 at 1, seed 2 +10 %, geometric mean
 1.009.
 
-Outliers (session 37).  A table the prior cannot have produced is left to its measurements: where
+Outliers (session 36).  A table the prior cannot have produced is left to its measurements: where
 some cell stands ``|r - target| / sqrt(prior + v)`` beyond the two-sided normal point of
 ``OUTLIER_ALPHA`` = 0.001 shared by all the tables' cells (Bonferroni; 4.3 sd for 48 cells, 4.5 for
 Adult's 148), the table gets no prior term (:func:`outliers`); the other tables keep theirs, with the pooled
