@@ -475,3 +475,27 @@ def test_cli_collect_says_the_screen_reports_are_not_in_the_file(tmp_path, capsy
     assert main(args + ["--out", str(tmp_path / "r2.npz"), "--json"]) in (0, None)
     summary = json.loads(capsys.readouterr().out)
     assert summary["n"] == ADULT_N and summary["n_released"] == dp.n_main
+
+
+def test_synthesizer_samples_as_many_records_as_its_input_after_a_detection_screen(tmp_path):
+    """The screen's reports are not released, but ``Synthesizer.sample()`` gives the input's rows (the
+    users), as its docstring says, also after save / load."""
+    import pandas as pd
+
+    from lopub import Synthesizer
+    from lopub.collect.detect import DetectPlan
+
+    dom = domain(ADULT_SIZES)
+    assert isinstance(plan(dom, ADULT_N, 8.0).two_phase, DetectPlan)
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({a.name: [a.categories[c] for c in rng.integers(0, a.size, ADULT_N)]
+                       for a in dom.attributes})
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the verdict on uniform noise is not what this checks
+        syn = Synthesizer(epsilon=8.0, domain=dom, rng=0).fit(df)
+    assert syn.model_.n < ADULT_N  # the released reports
+    assert len(syn.sample(seed=1)) == ADULT_N and len(syn.sample(10, seed=1)) == 10
+    syn.save(tmp_path / "m.json")
+    assert len(Synthesizer.load(tmp_path / "m.json").sample(seed=1)) == ADULT_N

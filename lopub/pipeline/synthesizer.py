@@ -302,7 +302,9 @@ class Synthesizer:
     # using the model ---------------------------------------------------------
     def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None, *,
                labels: bool = False, conditions: Mapping[str, Any] | None = None) -> pd.DataFrame:
-        """``n`` synthetic records (default: as many as reports) in the input's shape.
+        """``n`` synthetic records (default: as many as users, ``fit_report_.collection.n``: the input's
+        rows after :meth:`fit`, even where a detection screen's reports were not released) in the
+        input's shape.
 
         Numbers, integers, booleans and dates come back as such (a binned
         number drawn uniformly within its bin) and missing values as missing
@@ -320,7 +322,11 @@ class Synthesizer:
         or label raises ``DomainError``; a condition the model gives
         probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).
         """
-        return synthesize(self._fitted(), n, labels=labels, rng=resolve_rng(seed, "seed"), where=conditions or None)
+        model = self._fitted()
+        if n is None:
+            report = getattr(self, "fit_report_", None)
+            n = (report.collection.n or None) if report is not None else None  # 0: unknown, the model's n
+        return synthesize(model, n, labels=labels, rng=resolve_rng(seed, "seed"), where=conditions or None)
 
     def query(self, attrs: str | Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (one name or a list; conditioned on ``where``); see
