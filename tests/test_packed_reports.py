@@ -50,10 +50,11 @@ def inputs(tmp_path_factory):
     return tmp
 
 
-def _collect(capsys, tmp, name):
+def _collect(capsys, tmp, name, options=None, prefix=""):
+    """``lopub collect`` of protocol ``name`` (``-smp``: with its options) into ``tmp/<prefix><name>.npz``."""
     protocol = name.removesuffix("-smp")
-    out = tmp / f"{name}.npz"
-    extra = [x.format(prior=tmp / "p.json") for x in BIT_PROTOCOLS[name]]
+    out = tmp / f"{prefix}{name}.npz"
+    extra = [x.format(prior=tmp / "p.json") for x in (BIT_PROTOCOLS if options is None else options)[name]]
     code, _, err = _run(capsys, "collect", tmp / "d.csv", "--domain", tmp / "dom.json",
                         "--protocol", protocol, "--epsilon", "3", "--seed", "5", "--out", out,
                         *extra)
@@ -195,14 +196,7 @@ INT_PROTOCOLS = {"grr": [], "l-grr": ["--eps-1", "1.5"], "rr-lip": ["--prior", "
 
 
 def _collect_int(capsys, tmp, name):
-    protocol = name.removesuffix("-smp")
-    out = tmp / f"int-{name}.npz"
-    extra = [x.format(prior=tmp / "p.json") for x in INT_PROTOCOLS[name]]
-    code, _, err = _run(capsys, "collect", tmp / "d.csv", "--domain", tmp / "dom.json",
-                        "--protocol", protocol, "--epsilon", "3", "--seed", "5", "--out", out,
-                        *extra)
-    assert code == 0, err
-    return str(out)
+    return _collect(capsys, tmp, name, INT_PROTOCOLS, "int-")
 
 
 def _int_kinds(meta):

@@ -22,7 +22,8 @@ marginal release under local differential privacy", ACM CCS 2018.
 """
 from lopub.collect.adaptive import predict_pair_errors, predict_plan_error
 from lopub.collect.auto import bloom_spec, collect
-from lopub.collect.twophase import TwoPhasePlan, collect_two_phase, merge_reports, merge_sources, plan_marginals
+from lopub.collect.server import merge_sources
+from lopub.collect.twophase import TwoPhasePlan, collect_two_phase, merge_reports, plan_marginals
 from lopub.collect.client import assign_ids, assign_random, assign_user, collect_records
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.planner import PlanReport, ProtocolOption, plan, privacy_statement

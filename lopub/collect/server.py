@@ -264,3 +264,13 @@ class CompletedSource:
                                                      "variance": "uninformative (not measured)"})
 
     project = marginal
+
+
+def merge_sources(sources: Sequence[Any]) -> "MarginalSource":
+    """One :class:`MarginalSource` with the measurements of all ``sources``
+    (disjoint users; ``marginal()`` combines overlapping ones by inverse variance)."""
+    sources = list(sources)
+    if not sources:
+        raise ValueError("sources is empty; expected at least one MarginalSource")
+    ms = [m for s in sources for m in s.measurements()]
+    return MarginalSource(sources[0].domain, ms, n=sum(s.n for s in sources))

@@ -315,7 +315,7 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
     the server selects the main plan from their measurements; the other
     records report under it (disjoint users, one report each).  Join them
     with :func:`merge_reports` (one reports object) or measure both and join
-    the sources with :func:`merge_sources`; a :class:`~lopub.collect.detect.DetectPlan`'s screen
+    the sources with :func:`~lopub.collect.server.merge_sources`; a :class:`~lopub.collect.detect.DetectPlan`'s screen
     (``keeps_screen`` False) is not part of the release: use the main reports.
     """
     from lopub._util import resolve_rng
@@ -392,18 +392,6 @@ def merge_reports(screen: Any, main: Any) -> Any:
     merged = tuple(np.concatenate(g) if len(g) > 1 else g[0] for g in groups)
     ids = np.repeat(np.arange(len(subsets), dtype=np.int32), [len(g) for g in merged])
     return MarginalReports(plan, ids, merged)
-
-
-def merge_sources(sources: Sequence[Any]) -> Any:
-    """One :class:`~lopub.collect.server.MarginalSource` with the measurements of all ``sources``
-    (disjoint users; ``marginal()`` combines overlapping ones by inverse variance)."""
-    from lopub.collect.server import MarginalSource
-
-    sources = list(sources)
-    if not sources:
-        raise ValueError("sources is empty; expected at least one MarginalSource")
-    ms = [m for s in sources for m in s.measurements()]
-    return MarginalSource(sources[0].domain, ms, n=sum(s.n for s in sources))
 
 
 def plan_marginals(domain: Domain, n: int, epsilon: float, *, strategy: str = "auto",
