@@ -38,6 +38,34 @@ def test_binning_with_points_codes_labels_and_bounds():
         Binning((0, 1), (2, 1))
 
 
+def _numeric_order(b: Binning) -> bool:
+    """Every bin ends where (or before) the next begins, and no point lies inside an interval."""
+    bounds = b.bounds()
+    inside = [p for p in b.points for lo, hi, _ in bounds if lo < p < hi]
+    return not inside and all(bounds[k][1] <= bounds[k + 1][0] for k in range(len(bounds) - 1))
+
+
+@pytest.mark.parametrize("bins", [3, 4, 6, 8])
+def test_inferred_bins_are_in_numeric_order_with_a_point_inside_the_range(bins, tmp_path):
+    rng = np.random.default_rng(2)
+    n = 4000
+    hours = np.where(rng.random(n) < 0.45, 40, rng.integers(1, 99, n))  # 40 h/week: a point mass mid-range
+    twin = np.where(rng.random(n) < 0.5, rng.choice([40, 41], n), rng.integers(1, 99, n))  # two adjacent points
+    miss = np.where(rng.random(n) < 0.1, np.nan, hours)
+    df = pd.DataFrame({"hours": hours, "twin": twin, "miss": miss})
+    rep = infer_schema(df, bins=bins)
+    for name, x in (("hours", hours), ("twin", twin), ("miss", miss[np.isfinite(miss)])):
+        a = rep.domain[name]
+        assert a.binning is not None and _numeric_order(a.binning), (name, a.categories)
+        codes = a.binning.codes(x.astype(float), name)
+        assert (np.bincount(codes, minlength=a.binning.n_bins) > 0).all()  # still no empty bin
+    assert "40" in rep.domain.labels("hours") and rep.domain.size("hours") <= bins
+    assert rep.domain.labels("miss")[-1] == MISSING_LABEL
+    rep.domain.to_json(tmp_path / "d.json")  # the written file and the report: the same order
+    back = Domain.from_json(tmp_path / "d.json")
+    assert [back.labels(c) for c in df] == [tuple(d.categories) for d in rep.columns]
+
+
 def test_bins_and_raw_categories_follow_the_number_of_rows():
     assert (auto_bins(150), auto_max_categories(150)) == (3, 6)
     assert (auto_bins(32561), auto_max_categories(32561)) == (8, 32)

@@ -4,7 +4,9 @@ Inferred bins never collapse a column: a value holding at least
 ``max(1/bins, 5 %)`` of the rows is a point mass with a bin of its own, the
 other values get quantile bins (``bins`` minus the points, at least one; for
 integer data the edges are rounded up to integers, which keeps every value in
-its bin), and an empty interval is merged into its neighbour.  A lowest or highest value
+its bin), and an empty interval is merged into its neighbour.  A point inside the range of the
+intervals moves the nearest interval edge onto it (``[30, 40)``, ``40``, ``(40, 45)``; an edge is
+added when no edge can move), so the bins are in numeric order.  A lowest or highest value
 holding at least 1 % of the rows and lying farther from the next value than the
 others span (a sentinel such as ``-999``) also gets a bin of its own, with a note.
 """
@@ -57,12 +59,34 @@ def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list
     edges = np.quantile(rest, np.linspace(0, 1, max(bins - points.size, 1) + 1))
     if np.all(x == np.round(x)):  # integers: integer edges hold the same integers ([57.5, 60) = [58, 60))
         edges = np.ceil(edges)
-    edges = _drop_empty(np.unique(edges), rest)
+    edges, points = _drop_empty(_at_points(np.unique(edges), points), x, points)
     notes = [f"{_fmt(p)} is {100 * s:.1f}% of the rows: a bin of its own" + (
              " (far from every other value: if it codes a missing value, read it as missing: "
              "--na-values with the value as written in the file)" if p in far else "")
              for p, s in zip(points, share[np.isin(uniq, points)])]
     return Binning(tuple(edges), tuple(points)), notes + ["quantile bins (inferred from the data)"]
+
+
+def _at_points(grid: np.ndarray, points: np.ndarray) -> list[float]:
+    """Edges with every point strictly inside them made an edge: the nearer free interior edge of
+    its interval moves onto it (the number of bins stays), or, when neither can move (an end, or
+    another point's), the point is added.  Then no interval straddles a point, and bins ordered by
+    their lower end are in numeric order (``[30, 40)``, ``40``, ``(40, 45)``)."""
+    edges = [float(e) for e in grid]
+    fixed: set[float] = set()
+    for p in (float(q) for q in points):  # loop over the points (a handful)
+        if p in edges:
+            fixed.add(p)
+        if not edges[0] < p < edges[-1] or p in fixed:
+            continue
+        i = int(np.searchsorted(edges, p))  # edges[i - 1] < p < edges[i]
+        free = [j for j in (i - 1, i) if 0 < j < len(edges) - 1 and edges[j] not in fixed]
+        if free:
+            edges[min(free, key=lambda j: abs(edges[j] - p))] = p
+        else:
+            edges.insert(i, p)
+        fixed.add(p)
+    return edges
 
 
 def _sentinels(uniq: np.ndarray, share: np.ndarray) -> np.ndarray:
@@ -78,15 +102,26 @@ def _sentinels(uniq: np.ndarray, share: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=float)
 
 
-def _drop_empty(grid: np.ndarray, rest: np.ndarray) -> np.ndarray:
-    """Merge every interval holding none of ``rest`` into its neighbour."""
-    edges = [float(e) for e in grid]
+def _drop_empty(grid: list[float], x: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(edges, points) with every interval holding none of the values of ``x`` but the points
+    merged into its neighbour: a free edge (not a point's) goes, or an end edge; an empty interval
+    between two points' edges (integers 40 and 41 both point masses) gives up the second point,
+    whose rows join the interval after it (a point inside an interval would break the order)."""
+    edges, pts = list(grid), [float(p) for p in points]
     while len(edges) > 2:  # loop over intervals (a handful), not records
+        rest = x[~np.isin(x, pts)]
         idx = np.clip(np.searchsorted(edges, rest, side="right") - 1, 0, len(edges) - 2)
         counts = np.bincount(idx, minlength=len(edges) - 1)
         empty = np.flatnonzero(counts == 0)
         if empty.size == 0:
             break
         i = int(empty[0])
-        del edges[i + 1 if i + 1 < len(edges) - 1 else i]
-    return np.asarray(edges)
+        free = [j for j in (i + 1, i) if 0 < j < len(edges) - 1 and edges[j] not in pts]
+        if free:
+            del edges[free[0]]
+        elif i + 1 == len(edges) - 1 or i == 0:
+            del edges[i + 1 if i + 1 == len(edges) - 1 else 0]
+        else:  # [p, q) between two points: q is a point no more
+            pts.remove(edges[i + 1])
+            del edges[i + 1]
+    return np.asarray(edges), np.asarray(pts, dtype=float)
