@@ -86,6 +86,28 @@ def test_privacy_command_says_when_shuffling_adds_nothing(capsys):
     assert out["central_epsilon"] < 0.9 * 2 and "note" not in out
 
 
+@pytest.mark.parametrize("protocol", ["marginals", "one-attribute", "grr", "oue", "olh"])
+def test_privacy_command_prints_only_the_fields_of_the_protocol(protocol, capsys):
+    """A marginal-sampling plan's reports have only their epsilon: no Bloom f, h, d (text or JSON);
+    Bloom's own parameters are refused for them; --protocol bloom (the default) keeps its fields."""
+    argv = ["privacy", "--protocol", protocol, "--epsilon", "2", "--shuffle-n", "100000"]
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"protocol", "epsilon_per_record", "shuffle_n", "delta", "local_epsilon",
+                        "central_epsilon", "closed_form_epsilon"} and out["protocol"] == protocol
+    assert out["central_epsilon"] == pytest.approx(shuffle_epsilon(100000, 2.0, 1e-8))
+    assert main(argv) == 0
+    keys = {line.split(":")[0] for line in capsys.readouterr().out.splitlines()}
+    assert keys == set(out)
+    for extra in (["--h", "4"], ["--d", "3"], ["--f", "0.5"]):
+        assert main(argv + extra) == 2
+        assert f"--protocol {protocol} takes --epsilon only" in capsys.readouterr().err
+    assert main(["privacy", "--protocol", protocol, "--epsilon", "0"]) == 2
+    assert "--epsilon (0) must be a finite number > 0" in capsys.readouterr().err
+    assert main(["privacy", "--protocol", "bloom", "--epsilon", "2", "--shuffle-n", "100000", "--json"]) == 0
+    assert {"f", "h", "d"} <= set(json.loads(capsys.readouterr().out))
+
+
 def test_report_states_the_shuffle_amplification_for_its_reports():
     """The HTML report's privacy statement gives the central epsilon for the model's N reports."""
     from lopub.publish.report.notes import SHUFFLE_DELTA, privacy_statement, shuffle_note

@@ -13,6 +13,7 @@ The data modules (pandas, pyarrow) are imported inside the commands, so
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from typing import TYPE_CHECKING, Any, cast
 
@@ -185,7 +186,26 @@ def cmd_encode(a: argparse.Namespace) -> None:
     emit(s, a.json, f"encoded {reports.n} records -> {where}\n" + _spec_text(s))
 
 
+#: ``lopub privacy --protocol``: LoPub's Bloom reports (f, h, d) or reports of one epsilon-LDP
+#: randomizer per record (a marginal-sampling plan's GRR / OUE / OLH), which have only epsilon
+PRIVACY_PROTOCOLS = ("bloom", "marginals", "one-attribute", "grr", "oue", "olh")
+
+
 def cmd_privacy(a: argparse.Namespace) -> None:
+    if a.protocol != "bloom":
+        given = [o for o, v in (("--f", a.f), ("--h", a.h), ("--d", a.d)) if v is not None]
+        if given or a.epsilon is None:
+            got = f" (got {', '.join(given)})" if given else " (none given)"
+            raise ValueError(f"--protocol {a.protocol} takes --epsilon only, the per-record epsilon of its "
+                             f"reports{got}: --f, --h and --d are parameters of LoPub's Bloom reports "
+                             f"(--protocol bloom)")
+        if not (math.isfinite(a.epsilon) and a.epsilon > 0):
+            raise ValueError(f"--epsilon ({a.epsilon:g}) must be a finite number > 0")
+        out: dict[str, Any] = {"protocol": a.protocol, "epsilon_per_record": a.epsilon}
+        _shuffled(a, out)
+        return
+    a.h = DEFAULT_H if a.h is None else a.h
+    a.d = 1 if a.d is None else a.d
     if (a.f is None) == (a.epsilon is None):
         raise ValueError("give exactly one of --f or --epsilon")
     if a.f is not None and not 0 < a.f < 1:
@@ -194,13 +214,19 @@ def cmd_privacy(a: argparse.Namespace) -> None:
                             if a.f == 0 else ""))
     if a.f is not None:
         per_attr = privacy.epsilon_per_attribute(a.f, a.h)
-        out: dict[str, Any] = {"f": a.f, "h": a.h, "d": a.d, "epsilon_per_attribute": per_attr,
-                               "epsilon_per_record": privacy.epsilon_per_record(a.f, a.h, a.d)}
+        out = {"f": a.f, "h": a.h, "d": a.d, "epsilon_per_attribute": per_attr,
+               "epsilon_per_record": privacy.epsilon_per_record(a.f, a.h, a.d)}
     else:
         f = privacy.f_for_epsilon(a.epsilon, a.h, a.d)
         out = {"epsilon_per_record": a.epsilon, "h": a.h, "d": a.d, "f": f,
                "epsilon_per_attribute": a.epsilon / a.d}
-    if a.shuffle_n is not None:  # central (epsilon, delta) of the shuffled reports (lopub serve-export)
+    _shuffled(a, out)
+
+
+def _shuffled(a: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Print ``out``, with the central (epsilon, delta) of ``--shuffle-n`` shuffled reports
+    (lopub serve-export) when asked."""
+    if a.shuffle_n is not None:
         from lopub.reports.shuffle import statement
 
         out.update(statement(a.shuffle_n, out["epsilon_per_record"], a.delta, names=("--shuffle-n", "--delta")))
@@ -364,11 +390,17 @@ def _flip_probability(text: str) -> float:
 
 
 def _register_privacy(sub: Any) -> None:
-    v = add_command(sub, "privacy", description="Privacy accounting of LoPub's bit flipping (Eq. 8): eps = 2 h d ln((2 - f)/f).")
+    v = add_command(sub, "privacy", description=(
+        "Privacy accounting of LoPub's bit flipping (Eq. 8): eps = 2 h d ln((2 - f)/f); with --shuffle-n "
+        "the central (epsilon, delta) of shuffled reports, of Bloom reports or (--protocol) of a "
+        "marginal-sampling plan's reports, which have only their epsilon."))
+    v.add_argument("--protocol", default="bloom", choices=PRIVACY_PROTOCOLS,
+                   help="the reports' protocol (default bloom: prints f, h, d; the others take --epsilon "
+                        "only)")
     v.add_argument("--f", type=_flip_probability, help="flip probability f in (0, 1) (Eq. 5)")
     v.add_argument("--epsilon", type=float, help="target per-record epsilon")
-    v.add_argument("--h", type=int, default=DEFAULT_H, help=f"hash functions per attribute (default {DEFAULT_H})")
-    v.add_argument("--d", type=int, default=1, help="number of attributes (default 1)")
+    v.add_argument("--h", type=int, help=f"hash functions per attribute (default {DEFAULT_H})")
+    v.add_argument("--d", type=int, help="number of attributes (default 1)")
     v.add_argument("--shuffle-n", type=int, help="also the central (epsilon, delta) of N shuffled reports "
                    "(amplification by shuffling, Feldman-McMillan-Talwar numerical bound)")
     v.add_argument("--delta", type=float, default=1e-8, help="delta of --shuffle-n (default 1e-8)")
