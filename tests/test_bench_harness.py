@@ -177,6 +177,10 @@ def test_suite_configuration_and_table_command(tmp_path):
     assert set(suite.BASELINES) <= set(full.methods) and "planned" in full.methods
     quick = suite.config(True, 11, 300.0)
     assert set(quick.datasets) <= set(datasets.SOURCES) and len(quick.seeds) >= 2
+    large = suite.config(False, 8, 300.0, large=True)  # the networks at 10^6 rows
+    assert set(large.datasets) <= set(datasets.SOURCES) and set(large.datasets.values()) == {10**6}
+    assert {d for d in full.datasets if d.startswith("bn-")} == set(large.datasets)
+    assert tuple(large.epsilons) == tuple(full.epsilons) and len(large.seeds) == 3
     rows = [_r("toy", 1.0, s, "planned", 0.1, "lopub") for s in range(2)]
     rows += [_r("toy", 1.0, s, m, 0.2) for s in range(2) for m in suite.BASELINES]
     csv, doc = tmp_path / "rows.csv", tmp_path / "B.md"
@@ -186,6 +190,9 @@ def test_suite_configuration_and_table_command(tmp_path):
     text = doc.read_text()
     assert "<!-- suite:begin -->" in text and "`python -m pipelines.suite X`" in text
     assert "| **all** | **1** | **0** | **0** | **0** |" in text  # 0.1 below 0.2 on both seeds: a win
+    assert suite.main(["--large", "--table", str(csv), "--docs", str(doc)]) == 0  # its own section
+    text = doc.read_text()
+    assert text.count("<!-- suite-large:begin -->") == 1 and text.count("<!-- suite:begin -->") == 1
 
 
 def test_naive_note_counts_cells_worse_beyond_two_standard_errors():
