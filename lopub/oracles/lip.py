@@ -84,7 +84,7 @@ class _MatrixLIP(MeasureMixin):
         """Public parameters (JSON-serializable): the channel the clients use.
 
         Rebuild the mechanism with :func:`lopub.oracles.from_params` (the bounded binary
-        channel needs ``lower`` and ``upper`` added: they are not in this dict).
+        channel adds its interval, ``lower`` and ``upper``).
         """
         return {"protocol": self.name, "epsilon": self.epsilon, "prior": self.prior.tolist(),
                 "estimator": self.estimator, "mechanism": getattr(self, "mechanism", None),
@@ -283,6 +283,11 @@ class BinaryBoundedLIP(_MatrixLIP):
             ends = [[1 - lower, lower], [1 - upper, upper]]
             self.fallback = lip_fallback_channel(ends, self.epsilon, self.prior, [1.0, 1.0])
             self.matrix, self.mechanism = self.fallback.matrix, "lp"
+
+    def params(self) -> dict:
+        """Public parameters (JSON-serializable): the channel and its interval of priors
+        ``lower``, ``upper`` (what :func:`lopub.oracles.from_params` needs to rebuild it)."""
+        return {**super().params(), "lower": self.lower, "upper": self.upper}
 
     def worst_case_level(self) -> float:
         """Largest LIP level over priors in ``[lower, upper]`` (end points and a grid)."""

@@ -51,9 +51,9 @@ def _rr_lip_kwargs(params: dict) -> dict:
 def _binary_lip_kwargs(params: dict) -> dict:
     if "lower" not in params or "upper" not in params:
         raise ValueError("params of protocol 'binary-lip' needs 'lower' and 'upper' (the interval "
-                         "of priors; BinaryBoundedLIP.params() lists its channel, not the interval): "
-                         "add them, or rebuild the channel itself with ChannelLIP(prior, epsilon, "
-                         "matrix)")
+                         "of priors, which BinaryBoundedLIP.params() holds since they were added; an "
+                         "older dict lists the channel only): add them, or rebuild the channel itself "
+                         "with ChannelLIP(prior, epsilon, matrix)")
     kwargs = _lip_kwargs(params, ("lower", "upper", "epsilon", "estimator", "on_invalid"))
     prior = params.get("prior")
     if prior is not None:  # params holds (P(X = 0), P(X = 1)); the constructor takes P(X = 1)
@@ -145,8 +145,8 @@ def from_params(params: Mapping) -> Any:
         adds (``"name"``, a LIP channel's ``"matrix"`` and ``"mechanism"``); each of those
         must equal the rebuilt object's value.  An RR-LIP channel from the LP fallback
         (``"mechanism": "lp"``) is re-solved and must match the stored ``"matrix"``.  The
-        bounded binary channel's ``params()`` does not hold its interval: add ``"lower"``
-        and ``"upper"``.
+        bounded binary channel's dict must hold its interval, ``"lower"`` and ``"upper"``
+        (its ``params()`` does; a dict written before they were added needs them added).
 
     Returns
     -------

@@ -18,15 +18,6 @@ CASES = {**{c: b for c, (b, _) in SINGLE.items()}, **{c: b for c, (b, _) in MULT
          "spl-l-grr-exact": lambda: O.SPL("l-grr", 4.0, (4, 3), eps_1=2.4, lgrr_variant="exact")}
 
 
-def _given(obj):
-    """``obj.params()``, plus the interval of a bounded binary channel (its ``params()`` lists the
-    channel but not ``lower``/``upper``, which its constructor needs)."""
-    params = obj.params()
-    if isinstance(obj, O.BinaryBoundedLIP):
-        params = {**params, "lower": obj.lower, "upper": obj.upper}
-    return params
-
-
 def test_every_class_with_params_has_a_case():
     covered = {type(build()).__name__ for build in CASES.values()}
     assert covered == set(CLASS_CASES)
@@ -34,9 +25,11 @@ def test_every_class_with_params_has_a_case():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rebuilt_object_equals_the_original(case):
+    """``params()`` alone rebuilds the mechanism (no key added by hand: the bounded binary
+    channel's dict lacked its interval): the same channel, variance and reports."""
     obj = CASES[case]()
     params = obj.params()
-    again = from_params(json.loads(json.dumps(_given(obj))))  # as read back from a JSON file
+    again = from_params(json.loads(json.dumps(params)))  # as read back from a JSON file
     assert type(again) is type(obj)
     assert again.params() == params
     if hasattr(obj, "transition_matrix"):
@@ -44,6 +37,19 @@ def test_rebuilt_object_equals_the_original(case):
                                    rtol=1e-12, atol=0)
     for got, want in zip(np.atleast_1d(again.variance(1000)), np.atleast_1d(obj.variance(1000))):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    if case in SINGLE:  # the same reports from the same randomness
+        values = np.random.default_rng(1).integers(0, obj.k, 200)
+        np.testing.assert_array_equal(again.perturb(values, rng=3), obj.perturb(values, rng=3))
+
+
+def test_bounded_binary_channel_keeps_its_interval():
+    obj = O.BinaryBoundedLIP(0.2, 0.7, 1.5, prior=0.3, on_invalid="lp", estimator="invert")
+    again = from_params(json.loads(json.dumps(obj.params())))
+    assert (again.lower, again.upper, again.epsilon, again.estimator) == (0.2, 0.7, 1.5, "invert")
+    assert again.prior.tolist() == obj.prior.tolist() and again.mechanism == obj.mechanism
+    assert again.worst_case_level() == pytest.approx(obj.worst_case_level(), rel=1e-12)
+    other = O.BinaryBoundedLIP(0.1, 0.7, 1.5, prior=0.3, on_invalid="lp", estimator="invert")
+    assert other.params() != obj.params()  # another interval, another dict
 
 
 def test_the_reported_example_works():
@@ -107,8 +113,10 @@ def test_rr_lip_params_hold_the_channel():
      r"'estimator' \('invert'\) disagrees with the LHLIP .* \('bayes'\)"),
     ({"protocol": "rr-lip", "epsilon": 1.0, "prior": [0.4, 0.6], "mechanism": "rr",
       "matrix": [[0.9, 0.1], [0.1, 0.9]]}, r"'matrix' .*disagrees with the RRLIP.*ChannelLIP"),
-    ({**O.BinaryBoundedLIP(0.3, 0.6, 1.0, on_invalid="lp").params()},
-     r"binary-lip.*needs 'lower' and 'upper'"),
+    ({k: v for k, v in O.BinaryBoundedLIP(0.3, 0.6, 1.0, on_invalid="lp").params().items()
+      if k not in ("lower", "upper")}, r"binary-lip.*needs 'lower' and 'upper'"),  # a dict of before
+    ({**O.BinaryBoundedLIP(0.3, 0.6, 3.0).params(), "upper": 0.7},
+     r"'matrix' .*disagrees with the BinaryBoundedLIP"),
 ])
 def test_bad_params_are_a_clear_error(params, words):
     with pytest.raises(ValueError, match=words):
