@@ -61,7 +61,7 @@ def items_for(plan: MarginalPlan, secret: bytes, codes, rng, name: str = "survey
     """A device's request per record of ``codes``: a random subset, its randomized report, a token."""
     subsets = rng.integers(0, plan.n_subsets, len(codes))
     wire = wire_reports(Collection(name, plan), codes, subsets, rng=rng)
-    return [{"token": tokens.issue(secret, name, int(s)), "subset": int(s), "report": w}
+    return [{"token": tokens.issue(secret, name, int(s), plan=plan.plan_id), "subset": int(s), "report": w}
             for s, w in zip(subsets.tolist(), wire)]
 
 
@@ -116,7 +116,7 @@ def bench_kill(work: Path, secret: bytes, n: int, batch: int) -> dict:
     """kill -9 a random 0-200 ms after half the reports are acknowledged, restart, resend all."""
     plan = MarginalPlan(DOMAIN, (("q5",),), 2.0, oracles=("olh",))
     g, delay = plan.oracle(0).g, np.random.default_rng().uniform(0, 0.2)
-    items = [{"token": tokens.issue(secret, "survey", 0), "subset": 0, "report": [i + 1, i % 1000, i % g]}
+    items = [{"token": tokens.issue(secret, "survey", 0, plan=plan.plan_id), "subset": 0, "report": [i + 1, i % 1000, i % g]}
              for i in range(n)]  # a = i + 1 identifies the report
     acked: list[int] = []
 

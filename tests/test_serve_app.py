@@ -212,7 +212,7 @@ def test_keyed_assignment_and_expired_tokens(tmp_path):
             assert e["subset"] == assign_user(keyed, uid)
         r = client.post("/api/c/m/enrol", json={"user_id": "alice"})
         assert r.status_code == 422 and "the plan has no key" in r.json()["error"]
-        old = tokens.issue(b"s" * 64, "m", 0, ttl=-1.0)
+        old = tokens.issue(b"s" * 64, "m", 0, ttl=-1.0, plan=PLAN.plan_id)
         r = client.post("/api/c/m/report", json={"token": old, "subset": 0, "report": 1})
         assert r.status_code == 422 and "token has expired" in r.json()["error"]
 

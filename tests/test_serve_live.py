@@ -43,7 +43,7 @@ def test_serve_plan_serve_report_export_fit(tmp_path, capsys):
 
         secret = (tmp_path / "s").read_text().strip().encode()
         subsets = rng.integers(0, plan.n_subsets, n)
-        toks = [tokens.issue(secret, "survey", int(s)) for s in subsets]
+        toks = [tokens.issue(secret, "survey", int(s), plan=c.params_id) for s in subsets]
         items = [{"token": t, "subset": int(s), "report": w}
                  for t, s, w in zip(toks, subsets, wire_reports(c, codes, subsets, rng=rng))]
         out = post_batch(base, "survey", items, "k" * 32)

@@ -184,10 +184,15 @@ export function checkAnswers(desc, answers) {
 /**
  * Randomize `answers` ({attribute: label}) for the collection `desc` (GET /api/c/NAME) with
  * token info `enrol` (POST .../enrol) and return the request body of POST .../report.
- * The answers are checked first (checkAnswers).
+ * The answers are checked first (checkAnswers); an enrolment under another plan than `desc`'s
+ * (the service changed its plan since `desc` was read) throws an Error: reload the description.
  */
 export function makeReport(desc, enrol, answers, src = new WordSource()) {
   checkAnswers(desc, answers);
+  if (enrol.plan_id !== undefined && enrol.plan_id !== desc.plan_id) { // undefined: a service that does not say
+    throw new Error(`enrolment plan_id (${JSON.stringify(enrol.plan_id)}) must be the plan this page read `
+      + `(${JSON.stringify(desc.plan_id)}): collection ${desc.name} changed its plan (another epsilon or subsets); reload`);
+  }
   if (desc.kind === 'bloom') return { token: enrol.token, report: bloomReport(desc.spec, answers, src) };
   return { token: enrol.token, subset: enrol.subset, report: marginalReport(desc, enrol.subset, answers, src) };
 }

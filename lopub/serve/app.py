@@ -5,8 +5,9 @@ plan or spec, oracle parameters, privacy statement), ``GET /api/c/NAME/count``,
 the page ``GET /c/NAME`` and its scripts.  Writing:
 
 ``POST /api/c/NAME/enrol``
-    A single-use token signed by the server secret; for a marginal plan it
-    names the subset this device reports (drawn from OS entropy, or from a
+    A single-use token signed by the server secret, bound to the plan or spec
+    served (its id, ``plan_id`` in the answer); for a marginal plan it names
+    the subset this device reports (drawn from OS entropy, or from a
     ``{"user_id": ...}`` body with the plan's keyed hash).
 ``POST /api/c/NAME/report``
     One report; 201 after it is committed, 409 for a used token, 422 for a
@@ -157,8 +158,8 @@ class Service:
         subset = None
         if c.kind == "marginal":
             subset = self._assign(c, body)
-        token = tokens.issue(self.cfg.secret, c.name, subset, self.cfg.token_ttl)
-        return JSONResponse({"token": token, "subset": subset}, status_code=201)
+        token = tokens.issue(self.cfg.secret, c.name, subset, self.cfg.token_ttl, plan=c.params_id)
+        return JSONResponse({"token": token, "subset": subset, "plan_id": c.params_id}, status_code=201)
 
     @staticmethod
     def _assign(c: Collection, body: Any) -> int:
@@ -202,7 +203,7 @@ class Service:
     def _check(self, c: Collection, items: list) -> tuple[list, np.ndarray, list, dict[int, str]]:
         """Tokens and reports of a batch checked (vectorized): nonces, subsets, payloads, errors."""
         toks = [it.get("token") if isinstance(it, dict) else None for it in items]
-        nonces, subsets, errors = tokens.verify_many(self.cfg.secret, toks, c.name)
+        nonces, subsets, errors = tokens.verify_many(self.cfg.secret, toks, c.name, c.params_id)
         if c.kind == "bloom":
             subsets = np.where(subsets == -1, 0, subsets)
         payloads, bad = c.validate(items, subsets)

@@ -107,10 +107,16 @@ class DeviceClient:
         """The request body for ``answers`` ({attribute: label}); randomized with OS entropy.
 
         Raises ``TypeError`` / ``ValueError`` (see :func:`check_answers`) for answers that
-        do not fit the collection's questions.
+        do not fit the collection's questions, ``ValueError`` for an enrolment made under
+        another plan than the one this client read (the service changed it since).
         """
         c = self.collection
         answers = check_answers(c.params.domain, answers)
+        enrolled = enrolment.get("plan_id")
+        if enrolled is not None and enrolled != c.params_id:  # None: a service that does not say
+            raise ValueError(f"enrolment plan_id ({enrolled!r}) must be the plan this client read "
+                             f"({c.params_id!r}): collection {c.name!r} changed its plan (another "
+                             "epsilon or subsets); make a new DeviceClient to read it")
         if c.kind == "bloom":
             from lopub.client import Client
 

@@ -89,7 +89,8 @@ class Collection:
         from lopub.collect import privacy_statement
 
         dom = self.params.domain
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "epsilon": self.epsilon,
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "plan_id": self.params_id,
+                               "epsilon": self.epsilon,
                                "privacy": privacy_statement(self.epsilon)[0],
                                "questions": {a: list(dom.labels(a)) for a in dom.attrs}}
         if self.kind == "marginal":

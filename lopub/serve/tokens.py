@@ -1,11 +1,12 @@
 """Single-use enrolment tokens signed by the server's secret (HMAC-SHA256).
 
 A token is ``base64url(body) "." base64url(mac)`` with ``body`` the compact
-JSON ``{"c": collection, "s": subset or null, "n": nonce, "x": expiry}``
-(a 128-bit random nonce in hex, the expiry in Unix seconds) and ``mac`` the
-first 16 bytes of HMAC-SHA256(secret, body).  The token carries the subset
-the server assigned (marginal plans), so a device cannot pick the subset it
-reports.  It carries no identity.  Single use is enforced by the store: a
+JSON ``{"c": collection, "p": plan id, "s": subset or null, "n": nonce, "x": expiry}``
+(the collection's plan or spec id, a 128-bit random nonce in hex, the expiry in Unix
+seconds) and ``mac`` the first 16 bytes of HMAC-SHA256(secret, body).  The token carries
+the subset the server assigned (marginal plans), so a device cannot pick the subset it
+reports, and the plan it was issued under, so a report randomized for one plan (its
+epsilon, its subsets) is refused by a service that now serves another under the same name.  It carries no identity.  Single use is enforced by the store: a
 token's nonce is recorded in the same transaction as its report.
 """
 from __future__ import annotations
@@ -47,14 +48,17 @@ def load_secret(path: str | os.PathLike, *, create: bool = True) -> bytes:
     return text.encode("ascii")
 
 
-def issue(secret: bytes, collection: str, subset: int | None, ttl: float = 86400.0) -> str:
-    """A fresh signed token for ``collection`` (and the assigned ``subset``)."""
-    body = json.dumps({"c": collection, "s": subset, "n": secrets.token_hex(16),
+def issue(secret: bytes, collection: str, subset: int | None, ttl: float = 86400.0, *,
+          plan: str) -> str:
+    """A fresh signed token for ``collection`` served under the plan or spec id ``plan``
+    (and the assigned ``subset``)."""
+    body = json.dumps({"c": collection, "p": plan, "s": subset, "n": secrets.token_hex(16),
                        "x": int(time.time() + ttl)}, separators=(",", ":")).encode("utf-8")
     return _b64(body) + "." + _b64(hmac.digest(secret, body, hashlib.sha256)[:MAC_BYTES])
 
 
-def _check_one(secret: bytes, token: Any, collection: str, now: float) -> tuple[bytes, int] | str:
+def _check_one(secret: bytes, token: Any, collection: str, plan: str, now: float
+               ) -> tuple[bytes, int] | str:
     """``(nonce, subset)`` of a valid token, else the reason it is refused."""
     if type(token) is not str or not 0 < len(token) <= MAX_TOKEN_CHARS or token.count(".") != 1:
         return "token is missing or malformed"
@@ -68,16 +72,21 @@ def _check_one(secret: bytes, token: Any, collection: str, now: float) -> tuple[
     claims = json.loads(body)
     if claims["c"] != collection:
         return f"token was issued for collection {claims['c']!r}, not {collection!r}"
+    if claims.get("p") != plan:
+        return (f"token was issued under plan {claims.get('p')!r} of collection {collection!r}, "
+                f"which is now served under plan {plan!r}: a report randomized for another plan "
+                "(its epsilon, its subsets) cannot be stored; fetch the description and enrol again")
     if claims["x"] < now:
         return "token has expired; enrol again"
     return bytes.fromhex(claims["n"]), (-1 if claims["s"] is None else int(claims["s"]))
 
 
-def verify_many(secret: bytes, tokens: list, collection: str
+def verify_many(secret: bytes, tokens: list, collection: str, plan: str
                 ) -> tuple[list[bytes | None], np.ndarray, dict[int, str]]:
-    """Check many tokens: nonces (``None`` where refused), subsets (``-1`` none) and errors by index."""
+    """Check many tokens of ``collection`` served under plan or spec id ``plan``: nonces
+    (``None`` where refused), subsets (``-1`` none) and errors by index."""
     now = time.time()
-    checked = [_check_one(secret, t, collection, now) for t in tokens]  # one HMAC per token (C)
+    checked = [_check_one(secret, t, collection, plan, now) for t in tokens]  # one HMAC per token (C)
     errors = {i: c for i, c in enumerate(checked) if isinstance(c, str)}
     nonces = [None if isinstance(c, str) else c[0] for c in checked]
     subsets = np.array([-2 if isinstance(c, str) else c[1] for c in checked], dtype=np.int64)

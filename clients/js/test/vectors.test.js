@@ -61,6 +61,19 @@ test('makeReport builds the request body; a wrong answer is refused', () => {
     /answer for sex \("x"\) must be one of \["Female","Male"\]/);
 });
 
+test('makeReport refuses an enrolment under another plan than the description read', () => {
+  const v = V.marginal[0];
+  const desc = V.marginal_description;
+  assert.match(desc.plan_id, /^[0-9a-f]{16}$/);
+  const same = makeReport(desc, { token: 't', subset: v.subset, plan_id: desc.plan_id }, v.answers,
+    new WordSource(v.words));
+  assert.deepEqual(same, { token: 't', subset: v.subset, report: v.report });
+  const src = new WordSource(v.words);
+  assert.throws(() => makeReport(desc, { token: 't', subset: v.subset, plan_id: '0123456789abcdef' }, v.answers, src),
+    new RegExp(`enrolment plan_id \\("0123456789abcdef"\\) must be the plan this page read \\("${desc.plan_id}"\\)`));
+  assert.equal(src.used, 0); // refused before any randomness is drawn
+});
+
 test('answers are checked before enrolling, also outside the assigned subset', async () => {
   const desc = V.marginal_description;
   const good = { sex: 'Female', age: '<30', city: 'city-1', pet: 'cat' };
