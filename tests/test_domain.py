@@ -122,3 +122,24 @@ def test_condition_counts_refer_to_matching_records(domain):
         m.condition({"age": "[0, 30)"})
     with pytest.raises(DomainError, match="no category 'X'"):
         m.condition({"sex": "X"})
+
+
+def test_names_read_from_numpy_arrays_are_plain_strings():
+    """Names and labels loaded from an .npz (numpy.str_) are plain str in the domain, so no
+    user-facing text shows np.str_('Akt') (a PlanReport's notes and params did)."""
+    names, cats = np.array(["Akt", "Erk"]), np.array(["low", "high"])
+    dom = Domain.from_categories({n: cats for n in names})
+    assert [type(a) for a in dom.attrs] == [str, str]
+    assert {type(c) for a in dom.attributes for c in a.categories} == {str}
+    a = Attribute(np.str_("x"), ("a", "b"), missing=np.str_("b"))
+    assert type(a.name) is str and type(a.missing) is str and a == Attribute("x", ("a", "b"), missing="b")
+    assert "np.str_" not in repr(dom.attrs) and dom.index("Erk") == 1
+
+
+def test_plan_report_names_attributes_as_plain_strings():
+    from lopub.collect import collect
+
+    dom = Domain.from_categories({n: np.array(["0", "1", "2"]) for n in np.array(["Akt", "Erk", "Jnk"])})
+    codes = np.random.default_rng(0).integers(0, 3, (3000, 3))
+    report = collect(Dataset(codes, dom), 0.5, protocol="auto", rng=0)[1]
+    assert "Akt" in repr(report) and "np.str_" not in repr(report)

@@ -192,6 +192,9 @@ class Attribute:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise DomainError(f"attribute name ({self.name!r}) must be a non-empty string")
+        object.__setattr__(self, "name", str(self.name))  # numpy.str_ (names from an array) -> str
+        if isinstance(self.missing, str):
+            object.__setattr__(self, "missing", str(self.missing))
         cats = tuple(str(c) for c in self.categories)
         if len(cats) == 0:
             raise DomainError(f"attribute {self.name!r} has no categories")
