@@ -421,3 +421,20 @@ def test_writer_refuses_integers_out_of_range(inputs, capsys, tmp_path, name, ke
     with pytest.raises(ValueError, match="w.npz.*" + words):
         save_reports(str(tmp_path / "w.npz"), meta, arrays)
     assert not (tmp_path / "w.npz").exists()
+
+
+@pytest.mark.parametrize("name", ["oue", "l-osue"])
+def test_metadata_reads_back_as_plain_strings(capsys, inputs, name):
+    """The metadata is one JSON text (a 0-d unicode entry): protocol, attribute names and labels
+    come back as plain str, not numpy.str_, and the format is read from it (the CLI's own
+    npz_format decoded it as UTF-8 bytes and found no format in any oracle reports file)."""
+    from lopub.cli.oracle_files import FORMAT, npz_format
+
+    path = _collect(capsys, inputs, name, prefix="meta-")
+    meta, _ = load_reports(str(path))
+    strings = [meta["protocol"], meta["solution"], *meta["attrs"], *sum(meta["labels"], [])]
+    assert {type(s) for s in strings} == {str} and meta["attrs"] == list(SIZES)
+    assert npz_format(str(path)) == FORMAT
+    code, out, _ = _run(capsys, "estimate-freq", path, "--json")
+    assert code == 0 and "np.str_" not in out
+    assert list(json.loads(out)["marginals"]) == list(SIZES)

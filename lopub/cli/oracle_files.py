@@ -238,15 +238,15 @@ MARGINAL_FORMAT = "lopub-marginal-reports"
 
 
 def npz_format(path: str) -> str | None:
-    """The ``format`` in the metadata of an ``.npz`` reports file (None when unreadable)."""
-    import json
+    """The ``format`` in the metadata of an ``.npz`` reports file (None when unreadable): its
+    ``meta`` entry is UTF-8 bytes (marginal-sampling reports) or a 0-d unicode array (oracle
+    reports, whose format this read as None before: their text is no UTF-8 bytes)."""
+    from lopub.formats._io import npz_format as read_format
 
     try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(bytes(z["meta"]).decode("utf-8")) if "meta" in z.files else None
+        return read_format(path)
     except Exception:  # not an archive, damaged: the reader named by the caller says why
         return None
-    return meta.get("format") if isinstance(meta, dict) else None
 
 
 def _marginal_one_way(path: str, method: str, with_stderr: bool = False) -> tuple[dict, dict]:
