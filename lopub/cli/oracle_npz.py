@@ -35,7 +35,7 @@ import json
 
 import numpy as np
 
-from lopub.formats._io import npz_checksum, npz_meta_text, parse_json
+from lopub.formats._io import npz_checksum, npz_meta_text, parse_json, smallest_uint
 from lopub.io import atomic_path, missing_checksum
 from lopub.oracles.oneshot import HASH_PRIME
 
@@ -140,14 +140,6 @@ def _report_kinds(path: str, meta: dict) -> list[str | None]:
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"reports file {path!r}: its ALLOMFREE parameters are invalid "
                          f"({exc})") from None
-
-
-def smallest_uint(bound: int) -> np.dtype:
-    """The smallest unsigned dtype holding every integer in ``[0, bound)``."""
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if bound - 1 <= np.iinfo(dtype).max:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
 
 
 def hash_ranges(path: str, meta: dict) -> list[int]:

@@ -1,12 +1,12 @@
 """Marginal-sampling reports and their file format.
 
-File format (``lopub-marginal-reports``, version 2): one NumPy ``.npz``
+File format (``lopub-marginal-reports``, version 3): one NumPy ``.npz``
 archive (``numpy.savez_compressed``, loaded with ``allow_pickle=False``),
 written atomically (temporary file, fsync, rename), with entries
 
 ``meta``
     UTF-8 JSON as a uint8 array: ``{"format": "lopub-marginal-reports",
-    "version": 2, "plan": <MarginalPlan JSON>, "plan_id": ..., "n": N,
+    "version": 3, "plan": <MarginalPlan JSON>, "plan_id": ..., "n": N,
     "group_sizes": [n_0, ...], "report_kinds": ["grr", ...], "checksum": ...}``;
     ``checksum`` is :func:`lopub.formats._io.npz_checksum` of the metadata
     and of every other entry, verified on reading (any damage, or a value
@@ -14,11 +14,14 @@ written atomically (temporary file, fsync, rename), with entries
     Version 1 files have no checksum: refused unless read with ``--no-verify``
     (:func:`lopub.io.unverified_reads`).
 ``subset``
-    int32 ``(N,)``: the subset id of every user, users ordered by subset.
-``group_<i>``
-    The reports of subset ``i``'s users in the oracle's format (GRR: int64
-    ``(n_i,)`` codes; OUE: bool ``(n_i, K_i)`` bits; OLH: int64 ``(n_i, 3)``
-    rows ``(a, b, y)``).
+    ``(N,)``: the subset id of every user, users ordered by subset.
+``group_<i>`` (and ``seeds_<i>`` of an OLH group)
+    The reports of subset ``i``'s users.  In memory, and in files of versions 1 and 2, they are
+    in the oracle's format (``subset`` int32; GRR: int64 ``(n_i,)`` codes; OUE: bool
+    ``(n_i, K_i)`` bits; OLH: int64 ``(n_i, 3)`` rows ``(a, b, y)``); version 3 stores every
+    integer in the smallest unsigned dtype of its range and bits packed 8 a byte
+    (:mod:`lopub.collect.reports_store`; an Adult export 0.68-0.75 of the size of version 2),
+    and the reader gives the in-memory format back.
 """
 from __future__ import annotations
 
@@ -30,13 +33,14 @@ from typing import Any
 import numpy as np
 
 from lopub.collect.plan import MarginalPlan, PlanError
+from lopub.collect.reports_store import narrowed, widened
 from lopub.errors import ReportsFormatError
 from lopub.formats._io import npz_checksum, parse_json
 from lopub.io import atomic_write, missing_checksum
 
 REPORTS_FORMAT = "lopub-marginal-reports"
-REPORTS_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+REPORTS_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -118,13 +122,13 @@ class MarginalReports:
         meta = {"format": REPORTS_FORMAT, "version": REPORTS_VERSION, "plan": self.plan.to_dict(),
                 "plan_id": self.plan_id, "n": self.n,
                 "group_sizes": self.group_sizes().tolist(), "report_kinds": list(self.plan.oracles)}
-        arrays = {f"group_{i}": g for i, g in enumerate(self.groups)}
-        meta["checksum"] = npz_checksum(meta, {**arrays, "subset": self.subset})
+        arrays = narrowed(self.plan, self.subset, self.groups, repr(str(path)))
+        meta["checksum"] = npz_checksum(meta, arrays)
         blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
 
         def write(tmp) -> None:
             with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, meta=blob, subset=self.subset, **arrays)
+                np.savez_compressed(fh, meta=blob, **arrays)
 
         atomic_write(path, write)
 
@@ -142,6 +146,8 @@ class MarginalReports:
         if meta.get("plan_id") != stored.plan_id:
             raise PlanError(f"{str(path)!r}: plan_id {meta.get('plan_id')!r} does not match its plan "
                             f"(hash {stored.plan_id!r})")
+        if meta["version"] >= 3:  # narrow dtypes, packed bits: back to the in-memory layout
+            subset, groups = widened(stored, arrays, repr(str(path)))
         out = cls(stored, subset, groups)
         if plan is not None:
             out.check_plan(plan)

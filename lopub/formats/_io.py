@@ -106,6 +106,17 @@ def npz_checksum(meta: dict, arrays: dict) -> str:
     return h.hexdigest()
 
 
+def smallest_uint(bound: int) -> Any:
+    """The smallest unsigned NumPy dtype holding every integer in ``[0, bound)``: ``uint8`` up to
+    256 values, then ``uint16``, ``uint32``, ``uint64`` (how lopub's reports files store codes)."""
+    import numpy as np
+
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if bound - 1 <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
 def npz_meta_text(entry: Any) -> str:
     """The JSON text of an ``.npz`` file's ``meta`` entry: UTF-8 bytes as a uint8 array
     (marginal-sampling reports) or a 0-d unicode array (oracle reports)."""
