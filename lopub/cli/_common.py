@@ -62,9 +62,11 @@ def seed_arg(text: str) -> int:
     return parse_seed(text)
 
 
-def add_na_values(p: argparse.ArgumentParser) -> None:
+def add_na_values(p: argparse.ArgumentParser, headerless: str = "") -> None:
     """The options of a command reading CSV files: ``--na-values X,Y`` (the tokens read as missing
-    values besides empty cells), ``--sep`` and ``--decimal`` (pass them on with :func:`csv_options`)."""
+    values besides empty cells), ``--sep``, ``--decimal``, and ``--names``/``--no-header`` for a
+    file without a header row (pass them on with :func:`csv_options`); ``headerless`` says which
+    of the command's files the last two apply to."""
     p.add_argument("--na-values", type=split_list, default=[], metavar="X,Y",
                    help="comma-separated cell values read as missing, besides empty cells "
                         "(default: none: \"NA\", \"None\", \"null\", \"nan\" are labels)")
@@ -74,6 +76,14 @@ def add_na_values(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decimal", choices=(".", ","),
                    help="decimal mark of numbers in the CSV files read (default: ',' when the delimiter "
                         "is ';', else '.'; numbers with ',' thousands separators are read when it is '.')")
+    which = f" ({headerless})" if headerless else ""
+    header = p.add_mutually_exclusive_group()
+    header.add_argument("--names", type=split_list, metavar="NAME,NAME,...",
+                        help=f"the CSV file{which} has no header row: these are its column names, one per "
+                             "column in order (default: its first row is the header; a first row that "
+                             "looks like a record is warned about)")
+    header.add_argument("--no-header", action="store_true",
+                        help=f"the CSV file{which} has no header row: its columns are named col_1 .. col_k")
 
 
 def sep_arg(text: str) -> str:
@@ -84,9 +94,14 @@ def sep_arg(text: str) -> str:
     return sep
 
 
-def csv_options(a: argparse.Namespace) -> dict[str, Any]:
-    """``sep`` and ``decimal`` of :func:`read_csv` from the options of :func:`add_na_values`."""
-    return {"sep": getattr(a, "sep", None), "decimal": getattr(a, "decimal", None)}
+def csv_options(a: argparse.Namespace, *, header: bool = False) -> dict[str, Any]:
+    """``sep``, ``decimal``, ``names`` and ``no_header`` of :func:`read_csv` from the options of
+    :func:`add_na_values`; ``header``: for a file known to have its header row (a release lopub
+    wrote), without ``names`` and ``no_header``."""
+    options = {"sep": getattr(a, "sep", None), "decimal": getattr(a, "decimal", None)}
+    if not header:
+        options |= {"names": getattr(a, "names", None), "no_header": getattr(a, "no_header", False)}
+    return options
 
 
 def split_list(text: str) -> list[str]:

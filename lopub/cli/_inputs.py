@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+from lopub.cli._header import headerless_names, warn_header_as_record, warn_record_header
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -20,8 +22,9 @@ __all__ = ["MAX_COLUMNS", "NPZ_READERS", "add_missing", "dataset_from_file", "lo
 
 
 def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | None = None,
-             decimal: str | None = None) -> pd.DataFrame:
-    """Read a data file with a header row, keeping every label as written.
+             decimal: str | None = None, names: Sequence[str] | None = None,
+             no_header: bool = False) -> pd.DataFrame:
+    """Read a data file, keeping every label as written.
 
     CSV (any suffix but ``.parquet``/``.pq``): every column is read as text,
     so ``None``, ``NA``, ``null``, ``nan``, ``TRUE``, ``01`` stay the labels
@@ -41,6 +44,14 @@ def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | No
     value is a number written with a decimal comma (``1,5``), or with ``,``
     thousands separators when the decimal mark is ``.`` (``"123,456"``), is
     read as those numbers (``1.5``, ``123456``), with a note.
+
+    Header: a CSV's first row is its column names, with a warning when it
+    looks like a record (its cells numbers in columns of numbers, or values
+    of their own column: a file without a header row, such as UCI Adult's
+    ``adult.data``).  ``names`` (``--names``): the file has no header row and
+    these are its column names (as many as its columns); ``no_header``
+    (``--no-header``): it has none and its columns are named ``col_1`` ..
+    ``col_k``.  Neither applies to Parquet (its columns are named).
     """
     import pandas as pd  # here, not at the top: `lopub --help` must not load pandas
 
@@ -49,10 +60,14 @@ def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | No
     _check_sep_decimal(sep, decimal)
     try:
         if parquet:
+            if names is not None or no_header:
+                raise ValueError(f"--names and --no-header are for CSV files without a header row; "
+                                 f"Parquet file {path!r} has its own column names")
             return _text_missing(_read_parquet(path), na, strip=False)
         given = sep
         sep = used = sep or detect_sep(path)
-        df = _read_csv_rows(path, used)
+        headerless = names is not None or no_header
+        df = _read_csv_rows(path, used, names if headerless else False)
     except FileNotFoundError:
         raise FileNotFoundError(f"{'Parquet' if parquet else 'CSV'} file {path!r} does not exist") from None
     except IsADirectoryError:
@@ -66,6 +81,10 @@ def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | No
         raise ValueError(f"CSV file {path!r} cannot be read with the delimiter {sep!r}: "
                          f"{' '.join(str(exc).split())}{_sep_hint(path, used, given)}") from None
     df = _text_missing(df, na | {""}, strip=True)
+    if headerless:
+        warn_header_as_record(df, path, names)
+    else:
+        warn_record_header(df, path)
     return _read_numbers(df, path, decimal or ("," if sep == ";" else "."), na)
 
 
@@ -90,20 +109,27 @@ def _check_header_width(path: str, sep: str = ",") -> None:
                          f"at most {MAX_COLUMNS:,} attributes (select the columns you need first)")
 
 
-def _read_csv_rows(path: str, sep: str = ",") -> pd.DataFrame:
+def _read_csv_rows(path: str, sep: str = ",",
+                   names: Sequence[str] | None | Literal[False] = False) -> pd.DataFrame:
     """The CSV's header and rows, as text; a row longer than the header or a repeated
-    column name is an error (pandas would shift the columns or rename ``a`` to ``a.1``)."""
+    column name is an error (pandas would shift the columns or rename ``a`` to ``a.1``).
+    ``names``: False, the first row is the header; else the file has no header row and its
+    columns are ``names`` (None: ``col_1`` ..), see :func:`headerless_names`."""
     import pandas as pd
 
     _check_header_width(path, sep)
     raw = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_filter=False, header=None,
                       skipinitialspace=True, encoding="utf-8")
+    if names is not False:
+        raw.columns = headerless_names(path, raw.shape[1], names)
+        return raw
     header = [str(c).strip() for c in raw.iloc[0]]
     seen = set()
     for c in header:  # loop over columns
         if c in seen:
             raise ValueError(f"CSV file {path!r} has the column {c!r} twice in its header row; "
-                             f"column names must be unique")
+                             f"column names must be unique (if the file has no header row, give "
+                             f"--names NAME,NAME,... or --no-header)")
         seen.add(c)
     df = raw.iloc[1:].reset_index(drop=True)
     df.columns = header
@@ -231,18 +257,19 @@ def _text_missing(df: pd.DataFrame, na: set[str], *, strip: bool) -> pd.DataFram
 
 def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = None,
                       missing: str = "category", *, sep: str | None = None,
-                      decimal: str | None = None) -> Any:
+                      decimal: str | None = None, names: Sequence[str] | None = None,
+                      no_header: bool = False) -> Any:
     """The records of a data file coded against ``domain``; errors name the file.
 
     ``missing``: ``"category"`` codes a missing value as its attribute's
     missing category (an error when the domain has none), ``"drop"`` drops
     the rows holding a missing value in an attribute without one (with a
     warning giving the count), ``"refuse"`` raises on any missing value.
-    ``sep``, ``decimal``: as in :func:`read_csv`.
+    ``sep``, ``decimal``, ``names``, ``no_header``: as in :func:`read_csv`.
     """
     from lopub.data.dataset import Dataset
 
-    df = read_csv(path, na_values, sep=sep, decimal=decimal)
+    df = read_csv(path, na_values, sep=sep, decimal=decimal, names=names, no_header=no_header)
     try:
         df = _missing_rows(df, domain, missing, path)
         return Dataset.from_pandas(df, domain)

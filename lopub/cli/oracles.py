@@ -270,7 +270,8 @@ def cmd_compare(a: argparse.Namespace) -> None:
                          f"eps_inf, and one report cannot cost more than all of them")
     named = a.dataset in ("adult", "embedded")
     for option, bad in (("--n", a.n is not None and a.dataset != "embedded"),
-                        ("--domain", a.domain is not None and named)):
+                        ("--domain", a.domain is not None and named),
+                        ("--names", a.names is not None and named), ("--no-header", a.no_header and named)):
         if bad:  # the option would not change the comparison: say so rather than ignore it
             warning(f"{option} is ignored with --dataset {a.dataset}", command="compare-protocols")
     if a.dataset == "adult":
@@ -303,7 +304,7 @@ def _register_collect(subparsers: Any) -> None:
     c = add_command(subparsers, "collect", description="Randomize every record of a CSV with a frequency oracle (SPL: all "
         "attributes at epsilon/d, or SMP: r sampled attributes at epsilon/r), a longitudinal "
         "protocol, ALLOMFREE, a LIP mechanism (needs --prior) or LoPub Bloom reports.")
-    c.add_argument("csv", help="input CSV with a header row")
+    c.add_argument("csv", help="input CSV with a header row (or --names / --no-header)")
     c.add_argument("--domain", required=True, help="domain JSON (the public schema)")
     c.add_argument("--protocol", default="auto", choices=PLANNED + PROTOCOLS,
                    help="auto (default): the planner's choice for --epsilon per record (see `lopub plan`); "
@@ -354,7 +355,7 @@ def _register_compare(subparsers: Any) -> None:
     p.add_argument("--dataset", default="embedded",
                    help="'embedded', 'adult' (its 9 categorical attributes) or a CSV path")
     p.add_argument("--domain", help="domain JSON when --dataset is a CSV")
-    add_na_values(p)
+    add_na_values(p, "--dataset, when a CSV path")
     p.add_argument("--n", type=int, help=f"records of the embedded dataset (default {EMBEDDED_N:,})")
     p.add_argument("--epsilons", default="0.5,1,2,4,8", help="comma-separated budgets")
     p.add_argument("--protocols", default=CLI_PROTOCOLS,

@@ -244,7 +244,7 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 
     domain = Domain.from_json(a.domain)
     real = _dataset(a.real, "--real", domain, a.na_values, csv_options(a))
-    syn = _dataset(a.synthetic, "--synthetic", domain, a.na_values, csv_options(a))
+    syn = _dataset(a.synthetic, "--synthetic", domain, a.na_values, csv_options(a, header=True))
     res = evaluate_release(real, syn, k=a.k, subsets=a.subsets, rng=a.seed)
     if not a.json:
         res.pop("per_subset")
@@ -344,7 +344,7 @@ def _register_evaluate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--k", type=int, default=default(evaluate_release, "k"))
     e.add_argument("--subsets", type=int, help="sample this many k-subsets (default all)")
     e.add_argument("--seed", type=seed_arg, default=0, help="seed of the subset sample")
-    add_na_values(e)
+    add_na_values(e, "--real; a release --synthetic has its header row")
     e.add_argument("--json", action="store_true")
     add_verbosity(e)
     e.set_defaults(func=cmd_evaluate)

@@ -14,7 +14,7 @@ def cmd_report(a: argparse.Namespace) -> None:
     from lopub.publish.report import write_report
 
     model = Model.load(a.model)
-    syn = None if a.synthetic is None else _frame(a.synthetic, "--synthetic", a.na_values, csv_options(a))
+    syn = None if a.synthetic is None else _frame(a.synthetic, "--synthetic", a.na_values, csv_options(a, header=True))
     real = None if a.real is None else _model_columns(_frame(a.real, "--real", a.na_values, csv_options(a)), model)
     write_report(a.out, model, syn, real, title=a.title)
     emit({"report": a.out}, a.json, f"written {a.out}")
@@ -61,7 +61,7 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--synthetic", help="synthetic release, CSV or Parquet (lopub synthesize); default: the model's exact marginals")
     r.add_argument("--real", help="real data, CSV or Parquet (the report then must not be published)")
     r.add_argument("--title", help="page title")
-    add_na_values(r)
+    add_na_values(r, "--real; a release --synthetic has its header row")
     r.add_argument("--out", required=True, help="output HTML file")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     add_verbosity(r)
