@@ -36,6 +36,7 @@ def cmd_serve(a: argparse.Namespace) -> None:
     if not 1 <= a.workers <= 64:
         raise ValueError(f"--workers ({a.workers}) must be in [1, 64]")
     options = _options(a)
+    _check_address(a.host, a.port)  # before any file is created: a busy port fails in one line
     new_key = a.relay_key_file is not None and not os.path.lexists(a.relay_key_file)
     cfg = build_config(options)  # checks everything (and creates the secret) before serving
     if new_key:
@@ -51,6 +52,28 @@ def cmd_serve(a: argparse.Namespace) -> None:
     cfg.store.close()
     os.environ[ENV] = json.dumps(options)
     uvicorn.run("lopub.serve.config:app_from_env", factory=True, workers=a.workers, **common)
+
+
+def _check_address(host: str, port: int) -> None:
+    """Refuse a --port out of range, a --host that does not resolve, or an address in use,
+    naming them (as uvicorn binds it: SO_REUSEADDR, so a port in TIME_WAIT is free)."""
+    import socket
+
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--port ({port}) must be in [0, 65535]")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ValueError(f"--host ({host!r}) must be an address or name of this machine: "
+                         f"{exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ValueError(f"--port ({port}) on --host {host} cannot be used: {exc.strerror}; "
+                             "choose another --port, or stop what is listening there") from None
 
 
 def cmd_export(a: argparse.Namespace) -> None:

@@ -73,9 +73,15 @@ class Collection:
         """Read a plan or spec JSON file (``lopub-marginal-plan`` or ``lopub-spec``)."""
         from lopub import CollectionSpec
         from lopub.collect import MarginalPlan
+        from lopub.formats._io import parse_json
 
-        with open(path, encoding="utf-8") as fh:
-            obj = json.load(fh)
+        expected = "; expected a plan (lopub serve-plan) or spec JSON file"
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except UnicodeDecodeError:
+            raise ValueError(f"collection file {str(path)!r}: not UTF-8 text{expected}") from None
+        obj = parse_json(text, ValueError, f"collection file {str(path)!r}", expected)
         fmt = obj.get("format") if isinstance(obj, dict) else None
         if fmt == "lopub-marginal-plan":
             return cls(name, MarginalPlan.from_dict(obj))
