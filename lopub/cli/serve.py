@@ -132,7 +132,8 @@ def _register_serve(sub: Any) -> None:
                    help="collection name and its plan (lopub-marginal-plan) or spec (lopub-spec) JSON")
     p.add_argument("--store", help="SQLite file or postgresql:// URL (default, for one collection: FILE's "
                    "stem + .reports.sqlite beside FILE, as serve-export assumes; needed for several)")
-    p.add_argument("--secret-file", help="token signing secret (created if absent; default beside the store)")
+    p.add_argument("--secret-file", help="token signing secret (created if absent; default: "
+                   "lopub-serve.secret beside the first collection file)")
     p.add_argument("--relay-key-file", help="key a relay sends to use the batch endpoint (created with a "
                    "random key, mode 0600, if absent)")
     p.add_argument("--host", default="127.0.0.1")
