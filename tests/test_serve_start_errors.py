@@ -62,3 +62,21 @@ def test_a_bad_port_or_host_is_named(tmp_path, capsys, args, message):
     assert main(["serve", f"survey={tmp_path / 'plan.json'}", *args]) == 2
     assert _error_line(capsys).startswith(message)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+
+
+@pytest.mark.parametrize("make, message", [
+    (None, (r"--secret-file \(.*nodir/secret\) does not exist and cannot be created: No such file or "
+            r"directory")),
+    ("short", r"--secret-file \(.*nodir/secret\) holds 5 characters; at least 32 expected"),
+])
+def test_a_bad_secret_file_is_named_and_leaves_no_store(tmp_path, capsys, make, message):
+    PLAN.to_json(tmp_path / "plan.json")
+    secret = tmp_path / "nodir" / "secret"
+    if make:
+        secret.parent.mkdir()
+        secret.write_text(make)
+    assert main(["serve", f"survey={tmp_path / 'plan.json'}", "--secret-file", str(secret),
+                 "--port", "0"]) == 2
+    line = _error_line(capsys)
+    assert line.startswith("lopub serve: error: --secret-file (") and re.search(message, line), line
+    assert not (tmp_path / "plan.reports.sqlite").exists()

@@ -117,6 +117,8 @@ def build_config(options: dict[str, Any]) -> Any:
 
     o = resolve(options)
     collections = parse_collections(o["collections"])
+    secret = load_secret(o["secret_file"])  # before the store: a refused secret leaves no store
+    relay_key = read_relay_key(o.get("relay_key_file"))
     try:
         store = open_store(o["store"])
     except Exception as exc:  # a missing folder, a read-only file or file system, no database
@@ -125,8 +127,7 @@ def build_config(options: dict[str, Any]) -> Any:
                          f"{exc}") from None
     try:
         check_store(store, collections)
-        return ServeConfig(collections, store, load_secret(o["secret_file"]),
-                           relay_key=read_relay_key(o.get("relay_key_file")), max_body=int(o["max_body"]),
+        return ServeConfig(collections, store, secret, relay_key=relay_key, max_body=int(o["max_body"]),
                            rate=float(o["rate"]), burst=2 * float(o["rate"]))
     except BaseException:
         store.close()

@@ -36,15 +36,30 @@ def _unb64(text: str) -> bytes:
 
 
 def load_secret(path: str | os.PathLike, *, create: bool = True) -> bytes:
-    """The server secret from ``path`` (created with 32 random bytes, mode 0600, if absent)."""
-    if create and not os.path.exists(path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_hex(32) + "\n")
-    with open(path, encoding="ascii") as fh:
-        text = fh.read().strip()
+    """The server secret from ``path`` (created with 32 random bytes, mode 0600, if absent).
+
+    Raises ``ValueError`` naming ``--secret-file`` and the path when it cannot be created or
+    read, or holds fewer than 32 characters.
+    """
+    if create and not os.path.lexists(path):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another worker created it first
+            pass
+        except OSError as exc:
+            raise ValueError(f"--secret-file ({path}) does not exist and cannot be created: "
+                             f"{exc.strerror}") from None
+        else:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(32) + "\n")
+    try:
+        with open(path, encoding="ascii") as fh:
+            text = fh.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--secret-file ({path}) cannot be read: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
     if len(text) < 32:
-        raise ValueError(f"secret file {str(path)!r} holds {len(text)} characters; at least 32 expected")
+        raise ValueError(f"--secret-file ({path}) holds {len(text)} characters; at least 32 expected")
     return text.encode("ascii")
 
 
