@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -16,6 +18,20 @@ from lopub.collect import MarginalPlan  # noqa: E402
 
 DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"])])
 PLAN = MarginalPlan(DOMAIN, (("smoker", "age"),), 2.0)
+
+
+def _serve(args: list[str], cwd) -> str:
+    """``lopub serve ARGS`` in a child process: its one stderr line, after checking it refused (exit 2).
+    A child that starts serving instead is killed after a minute and the test fails (not hangs)."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "lopub", "serve", *args], cwd=cwd, capture_output=True,
+                              text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"lopub serve {' '.join(args)} did not refuse within 60 s: it started serving")
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
 
 
 def _error_line(capsys) -> str:
@@ -44,9 +60,8 @@ def test_a_port_in_use_is_refused_before_any_file_is_created(tmp_path, capsys):
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        assert main(["serve", f"survey={tmp_path / 'plan.json'}", "--port", str(port),
-                     "--relay-key-file", str(tmp_path / "relay.key")]) == 2
-    line = _error_line(capsys)
+        line = _serve([f"survey={tmp_path / 'plan.json'}", "--port", str(port),
+                       "--relay-key-file", str(tmp_path / "relay.key")], tmp_path)
     assert line == (f"lopub serve: error: --port ({port}) on --host 127.0.0.1 cannot be used: "
                     "Address already in use; choose another --port, or stop what is listening there")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no store, secret or key
@@ -59,8 +74,7 @@ def test_a_port_in_use_is_refused_before_any_file_is_created(tmp_path, capsys):
 ])
 def test_a_bad_port_or_host_is_named(tmp_path, capsys, args, message):
     PLAN.to_json(tmp_path / "plan.json")
-    assert main(["serve", f"survey={tmp_path / 'plan.json'}", *args]) == 2
-    assert _error_line(capsys).startswith(message)
+    assert _serve([f"survey={tmp_path / 'plan.json'}", *args], tmp_path).startswith(message)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
 
 
@@ -75,8 +89,6 @@ def test_a_bad_secret_file_is_named_and_leaves_no_store(tmp_path, capsys, make, 
     if make:
         secret.parent.mkdir()
         secret.write_text(make)
-    assert main(["serve", f"survey={tmp_path / 'plan.json'}", "--secret-file", str(secret),
-                 "--port", "0"]) == 2
-    line = _error_line(capsys)
+    line = _serve([f"survey={tmp_path / 'plan.json'}", "--secret-file", str(secret), "--port", "0"], tmp_path)
     assert line.startswith("lopub serve: error: --secret-file (") and re.search(message, line), line
     assert not (tmp_path / "plan.reports.sqlite").exists()
