@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             seen.setdefault((r["dataset"], float(r["epsilon"]), int(r["seed"]), r["method"]), r)
         rows = list(seen.values())
     else:
-        grid = config(a.quick, a.bloom_max_d or (8 if a.large else 11), a.timeout or 300.0, a.large)
+        bloom_max_d = a.bloom_max_d if a.bloom_max_d is not None else 8 if a.large else 11  # 0: no Bloom
+        grid = config(a.quick, bloom_max_d, a.timeout or 300.0, a.large)
         try:
             if a.datasets:
                 src = LARGE if a.large else FULL | QUICK if a.quick else QUICK | FULL

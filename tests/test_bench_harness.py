@@ -221,3 +221,23 @@ def test_budget_note_flags_a_larger_epsilon_worse_beyond_two_standard_errors():
     one_seed = [r for r in rows if r["seed"] == 0]  # no standard error: worse, but not beyond noise
     assert "worse in 2, beyond 2 standard errors in 0." in suite.budget_note(one_seed)
 
+
+
+def test_suite_bloom_max_d_zero_skips_bloom(monkeypatch, tmp_path):
+    """``--bloom-max-d 0`` means no Bloom baseline (0 is not "unset": it once fell back to the default)."""
+    from types import SimpleNamespace
+
+    from pipelines import suite
+
+    seen = {}
+
+    def fake_run(grid, **kw):
+        small = SimpleNamespace(domain=("a",) * 3)  # a 3-attribute dataset
+        seen["skip"] = grid.skip("toy", small, "bloom-best-h")
+        return []
+
+    monkeypatch.setattr(suite, "run", fake_run)
+    suite.main(["--large", "--bloom-max-d", "0", "--out", str(tmp_path / "r.csv")])
+    assert seen["skip"] and "above 0 attributes" in seen["skip"]
+    suite.main(["--large", "--out", str(tmp_path / "r.csv")])  # the default keeps Bloom on 3 attributes
+    assert seen["skip"] is None
