@@ -160,8 +160,9 @@ def test_fit_takes_merged_reports_and_the_file_round_trips(data, phases, tmp_pat
     merged.save(path)
     back = MarginalReports.load(path)
     assert back.plan_id == merged.plan_id and back.n == data.n
+    assert main.screened == 0 and back.screened == 0 and back.users == data.n  # a kept screen is in the file
     model = fit(back).model
-    assert model.n == data.n
+    assert model.n == data.n and model.users == data.n
 
 
 def test_merge_reports_bad_input(data, phases):
@@ -440,6 +441,7 @@ def test_detection_screen_adds_the_deterministic_pair_and_is_not_released():
     assert isinstance(dp, DetectPlan) and ("a3", "a4") in dp.screen.subsets
     main = reports.plan.subsets
     assert reports.n == dp.n_main  # only the main phase's users are released
+    assert reports.screened == dp.n_screen and reports.users == ADULT_N  # but their count is kept
     assert any({"a3", "a4"} <= set(s) for s in main)  # the screen found the pair; the main plan measures it
     preds = report.option("marginals").params["screen_predictions"]
     assert report.option("marginals").params["main"] != "triples (fitted)" and "triples (fitted)" in preds
@@ -472,6 +474,7 @@ def test_cli_collect_says_the_screen_reports_are_not_in_the_file(tmp_path, capsy
     line = capsys.readouterr().out
     assert f"collected {ADULT_N:,} reports" in line
     assert f"{dp.n_main:,} written: the {dp.n_screen:,} reports of the screen" in line
+    assert MarginalReports.read_meta(tmp_path / "r.npz")["screened"] == dp.n_screen  # the file counts them
     assert main(args + ["--out", str(tmp_path / "r2.npz"), "--json"]) in (0, None)
     summary = json.loads(capsys.readouterr().out)
     assert summary["n"] == ADULT_N and summary["n_released"] == dp.n_main

@@ -251,6 +251,7 @@ def _inspect_npz(path: str) -> dict | None:
         sizes = r.group_sizes()
         one = all(len(x) == 1 for x in r.plan.subsets)
         return {"file": path, "protocol": "one-attribute" if one else "marginals", "n": r.n,
+                **({"users": r.users, "screened_not_released": r.screened} if r.screened else {}),
                 "epsilon_per_record": float(r.plan.epsilon), "subsets": len(r.plan.subsets),
                 "fewest_users_per_subset": int(sizes.min()), "attribute_names": list(r.plan.domain.attrs),
                 "read_with": f"lopub fit {path}; lopub estimate-freq {path}"}

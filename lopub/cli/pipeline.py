@@ -38,7 +38,8 @@ __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
 
 def _fit_text(rep: dict) -> str:
     s = rep["seconds"]
-    lines = [f"reports: {rep['n']}, attributes: {rep['attributes']}, method: {rep['method']}, phi: {rep['phi']}",
+    lines = [(f"reports: {rep['n']}{_screened_text(rep)}, attributes: {rep['attributes']}, "
+              f"method: {rep['method']}, phi: {rep['phi']}"),
              f"{_pairs_text(rep)}, edges: {rep['edges']}"
              + ((f" (model graph at phi {rep['model_phi']}: " if "model_phi" in rep["graph"] else
                  " (model graph: ") + f"{rep['graph']['model_edges']} edges)" if "model_edges" in rep["graph"] else ""),
@@ -71,6 +72,15 @@ def _fit_text(rep: dict) -> str:
         lines += [f"  - {r}" for r in verdict.reasons]
     lines.append("seconds: " + ", ".join(f"{k} {v}" for k, v in s.items()))
     return "\n".join(lines)
+
+
+def _screened_text(rep: dict) -> str:
+    """`` (of U users: ...)`` where a detection screen's users took part beside the reports fitted."""
+    users = (rep.get("collection") or {}).get("users")
+    if not isinstance(users, int) or not isinstance(rep.get("n"), int) or users <= rep["n"]:
+        return ""
+    return (f" of {users} users (the {users - rep['n']} reports of the screen that chose the plan are "
+            "not part of the release; lopub synthesize writes one record per user)")
 
 
 def _pairs_text(rep: dict) -> str:
@@ -314,7 +324,8 @@ def _register_synthesize(sub: argparse._SubParsersAction) -> None:
     s.add_argument("model")
     s.add_argument("--labels", action="store_true", help="write every column's category labels (a binned "
                    "number as its bin, e.g. \"[33, 36)\") instead of values")
-    s.add_argument("--n", type=int, help="records (default: the number of reports)")
+    s.add_argument("--n", type=int, help="records (default: the number of users: the model's reports, plus "
+                   "those of a detection screen that only chose the plan, as lopub collect counted them)")
     s.add_argument("--seed", type=seed_arg, help="seed; the same seed gives the same release")
     s.add_argument("--where", action="append", metavar="ATTR=LABEL",
                    help="sample conditioned on this value (repeatable; exact under the model's junction "

@@ -7,7 +7,10 @@ written atomically (temporary file, fsync, rename), with entries
 ``meta``
     UTF-8 JSON as a uint8 array: ``{"format": "lopub-marginal-reports",
     "version": 3, "plan": <MarginalPlan JSON>, "plan_id": ..., "n": N,
-    "group_sizes": [n_0, ...], "report_kinds": ["grr", ...], "checksum": ...}``;
+    "group_sizes": [n_0, ...], "report_kinds": ["grr", ...], "screened": S, "checksum": ...}``;
+    ``screened`` (public, optional: files written before it have none and read as 0) counts the
+    users whose reports only chose the plan, in a detection screen, and are not in the file: ``N +
+    S`` users took part (:attr:`MarginalReports.users`);
     ``checksum`` is :func:`lopub.formats._io.npz_checksum` of the metadata
     and of every other entry, verified on reading (any damage, or a value
     edited, is a :class:`~lopub.errors.ReportsFormatError` naming the file).
@@ -55,15 +58,25 @@ class MarginalReports:
         users are the run of ``i``).
     groups : tuple of arrays
         ``groups[i]``: the oracle reports of subset ``i``'s users.
+    screened : int, default 0
+        Users whose reports only chose the plan (a detection screen,
+        :class:`~lopub.collect.detect.DetectPlan`) and are not among these:
+        public, costs no privacy; :attr:`users` counts them.
     """
 
     plan: MarginalPlan
     subset: np.ndarray
     groups: tuple
+    screened: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.plan, MarginalPlan):
             raise TypeError(f"plan ({type(self.plan).__name__}) must be a MarginalPlan")
+        if not isinstance(self.screened, (int, np.integer)) or isinstance(self.screened, bool):
+            raise TypeError(f"screened ({self.screened!r}) must be an integer >= 0")
+        if self.screened < 0:
+            raise ValueError(f"screened ({self.screened}) must be an integer >= 0 (users of a screen)")
+        object.__setattr__(self, "screened", int(self.screened))
         subset = np.asarray(self.subset)
         if subset.ndim != 1 or not np.issubdtype(subset.dtype, np.integer):
             raise ReportsFormatError(f"subset (shape {subset.shape}, dtype {subset.dtype}) must be "
@@ -90,8 +103,13 @@ class MarginalReports:
 
     @property
     def n(self) -> int:
-        """Number of users (reports)."""
+        """Number of reports (the users who report them)."""
         return int(self.subset.shape[0])
+
+    @property
+    def users(self) -> int:
+        """Users who took part: :attr:`n` plus the :attr:`screened` ones whose reports are not here."""
+        return self.n + self.screened
 
     def group_sizes(self) -> np.ndarray:
         """Users per subset."""
@@ -107,21 +125,22 @@ class MarginalReports:
                             + "); estimate them with their own plan")
 
     def merge(self, other: "MarginalReports") -> "MarginalReports":
-        """Reports of both collections (same plan only)."""
+        """Reports of both collections (same plan only; their :attr:`screened` users add up)."""
         if not isinstance(other, MarginalReports):
             raise TypeError(f"other ({type(other).__name__}) must be MarginalReports")
         other.check_plan(self.plan)
         subset = np.concatenate([self.subset, other.subset])
         order = np.argsort(subset, kind="stable")
         groups = tuple(np.concatenate([a, b]) for a, b in zip(self.groups, other.groups))
-        return MarginalReports(self.plan, subset[order], groups)
+        return MarginalReports(self.plan, subset[order], groups, self.screened + other.screened)
 
     # files ---------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Write the ``.npz`` file of the module docstring atomically."""
         meta = {"format": REPORTS_FORMAT, "version": REPORTS_VERSION, "plan": self.plan.to_dict(),
                 "plan_id": self.plan_id, "n": self.n,
-                "group_sizes": self.group_sizes().tolist(), "report_kinds": list(self.plan.oracles)}
+                "group_sizes": self.group_sizes().tolist(), "report_kinds": list(self.plan.oracles),
+                "screened": self.screened}
         arrays = narrowed(self.plan, self.subset, self.groups, repr(str(path)))
         meta["checksum"] = npz_checksum(meta, arrays)
         blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
@@ -148,7 +167,7 @@ class MarginalReports:
                             f"(hash {stored.plan_id!r})")
         if meta["version"] >= 3:  # narrow dtypes, packed bits: back to the in-memory layout
             subset, groups = widened(stored, arrays, repr(str(path)))
-        out = cls(stored, subset, groups)
+        out = cls(stored, subset, groups, _screened(meta, path))
         if plan is not None:
             out.check_plan(plan)
         return out
@@ -165,6 +184,15 @@ class MarginalReports:
         except Exception as exc:  # zipfile, zlib, numpy: whatever a damaged archive raises
             raise ReportsFormatError(f"{str(path)!r} is damaged or not a marginal-reports file "
                                      f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") from None
+
+
+def _screened(meta: dict, path: str | os.PathLike) -> int:
+    """The ``screened`` users of a file's metadata (0 in files written before the key)."""
+    value = meta.get("screened", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ReportsFormatError(f"{str(path)!r}: metadata 'screened' ({value!r}) must be an integer >= 0 "
+                                 f"(users of a screen whose reports are not in the file)")
+    return value
 
 
 def _read_npz(path: str | os.PathLike) -> tuple[dict, dict]:

@@ -67,7 +67,7 @@ only the pairs it leaves out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -316,7 +316,8 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
     records report under it (disjoint users, one report each).  Join them
     with :func:`merge_reports` (one reports object) or measure both and join
     the sources with :func:`~lopub.collect.server.merge_sources`; a :class:`~lopub.collect.detect.DetectPlan`'s screen
-    (``keeps_screen`` False) is not part of the release: use the main reports.
+    (``keeps_screen`` False) is not part of the release: use the main reports, whose
+    ``screened`` counts the screen's users (:attr:`~lopub.collect.reports.MarginalReports.users`).
     """
     from lopub._util import resolve_rng
     from lopub.collect.client import collect_records
@@ -342,7 +343,10 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
             return screen, alternative.run(rest, rng)
     elif predictions is not None:
         predictions.update(preds)
-    return screen, collect_records(rest, main_plan, rng=rng)
+    main = collect_records(rest, main_plan, rng=rng)
+    if not plan.keeps_screen:  # the screen's users took part; their count is public
+        main = replace(main, screened=main.screened + screen.n)
+    return screen, main
 
 
 @dataclass(frozen=True)
@@ -391,7 +395,7 @@ def merge_reports(screen: Any, main: Any) -> Any:
             groups[index[s]].append(np.asarray(g))
     merged = tuple(np.concatenate(g) if len(g) > 1 else g[0] for g in groups)
     ids = np.repeat(np.arange(len(subsets), dtype=np.int32), [len(g) for g in merged])
-    return MarginalReports(plan, ids, merged)
+    return MarginalReports(plan, ids, merged, screen.screened + main.screened)
 
 
 def plan_marginals(domain: Domain, n: int, epsilon: float, *, strategy: str = "auto",

@@ -69,7 +69,8 @@ class Model:
     cliques : list of Marginal
         One per ``tree.cliques`` entry, axes in that clique's order.
     n : int or None
-        Number of reports the model was fitted on (default synthesis size).
+        Number of reports the model was fitted on.  :attr:`users` (the default synthesis size
+        of ``lopub synthesize``) is this unless a detection screen's users took part too.
     graph : DependencyGraph or None
     meta : dict
     query_budget : int
@@ -259,6 +260,20 @@ class Model:
         """f, h, m, epsilon per attribute and per record of the reports fitted (None if unknown)."""
         fit = self.meta.get("fit")
         return fit.get("collection") if isinstance(fit, dict) else None
+
+    @property
+    def users(self) -> int | None:
+        """How many users took part: the collection's ``users`` (:attr:`collection`; the reports
+        fitted plus those of a detection screen that only chose the plan), else :attr:`n`.
+
+        The default size of a release (``lopub synthesize``).  A recorded count that is no
+        integer, or below :attr:`n`, is not one: :attr:`n`.
+        """
+        coll = self.collection
+        users = coll.get("users") if isinstance(coll, dict) else None
+        if isinstance(users, int) and not isinstance(users, bool) and users >= (self.n or 1):
+            return users
+        return self.n
 
     def summary(self) -> dict[str, Any]:
         cells = [self.domain.cells(list(c)) for c in self.tree.cliques]

@@ -409,7 +409,10 @@ def collection_parameters(source: Any) -> dict[str, Any] | None:
     ``source`` is a ``Reports``, an estimator session over one (``.reports``)
     or anything else (exact marginals: None).  Returns f, h and m per
     attribute, bits per report and epsilon per attribute and per record
-    (Eq. 8), so a model file says under which privacy its reports were taken.
+    (Eq. 8), so a model file says under which privacy its reports were taken;
+    of marginal-sampling reports their plan and ``users``, how many users took
+    part (the reports plus a detection screen's, :attr:`MarginalReports.users
+    <lopub.collect.reports.MarginalReports.users>`).
     """
     from lopub.collect.reports import MarginalReports
 
@@ -417,7 +420,7 @@ def collection_parameters(source: Any) -> dict[str, Any] | None:
         plan = source.plan
         return {"protocol": "marginals", "epsilon_per_record": plan.epsilon,
                 "subsets": [list(s) for s in plan.subsets], "oracles": list(plan.oracles),
-                "plan_id": plan.plan_id}
+                "plan_id": plan.plan_id, "users": source.users}
     spec = getattr(source, "spec", None)
     if spec is None:
         spec = getattr(getattr(source, "reports", None), "spec", None)

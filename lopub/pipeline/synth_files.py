@@ -57,7 +57,7 @@ def _from_fit(cls: Any, model: Model, fit: dict, path: str | os.PathLike) -> Any
     self = cls(**params)
     text, warning = privacy_statement(float(eps))
     info = CollectionReport(protocol=str(coll.get("protocol")), epsilon_per_record=float(eps),
-                            n=int(model.n or 0), simulated=False, recommended=None,
+                            n=int(model.users or 0), simulated=False, recommended=None,
                             predicted_tvd=None, privacy=text, warning=warning)
     self.model_, self.domain_ = model, model.domain
     self.fit_report_ = SynthesizerReport(info, FitReport(**fit), dict(fit.get("seconds") or {}))

@@ -59,13 +59,15 @@ from lopub.model.pgm.gum import condition_regions, refine_codes
 def sample_codes(model: Model, n: int | None = None, *,
                  rng: np.random.Generator | int | None = None,
                  where: Mapping[str, Any] | None = None) -> Dataset:
-    """Draw ``n`` integer-coded records from ``model`` (default ``model.n``).
+    """Draw ``n`` integer-coded records from ``model`` (default ``model.users``).
 
     Parameters
     ----------
     model : Model
     n : int, optional
-        Number of records, >= 1; defaults to the number of reports.
+        Number of records, >= 1; defaults to the number of users
+        (:attr:`Model.users <lopub.model.graphical.Model.users>`: the reports
+        fitted, plus the users of a detection screen that only chose the plan).
     rng : Generator, int or None
         Keyword-only randomness; a fixed seed gives a fixed release.
     where : mapping, optional
@@ -112,9 +114,9 @@ def sample_codes(model: Model, n: int | None = None, *,
     ['Female']
     """
     if n is None:
-        if model.n is None:
+        if model.users is None:
             raise ValueError("n (None) must be given: the model records no report count")
-        n = model.n
+        n = model.users
     n = check_int("n", n, 1)
     dom = model.domain  # codes, per-clique draws and the labelled frame: about 40 bytes a cell
     check_memory(40.0 * n * len(dom), "n", n, f"{n} synthetic records of {len(dom)} attributes")
@@ -243,7 +245,8 @@ def synthesize(model: Model, n: int | None = None, *, labels: bool = False,
     ----------
     model : Model
     n : int, optional
-        Number of records (default: the number of reports).
+        Number of records (default: the number of users, :attr:`Model.users
+        <lopub.model.graphical.Model.users>`).
     labels : bool
         Give every column as its category labels (a binned number as its bin
         ``"[33, 36)"``) instead of values.

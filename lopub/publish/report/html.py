@@ -162,7 +162,10 @@ def write_report(path: str | os.PathLike, model: Any, synthetic: Any = None, rea
 def _summary(ctx: _Inputs) -> str:
     m = ctx.model
     s = m.summary()
-    rows = [("Attributes", s["attributes"]), ("Reports behind the model", _n(m.n)),
+    users = m.users if isinstance(m.n, int) and isinstance(m.users, int) and m.users > m.n else None
+    reports = _n(m.n) + ("" if users is None else f" of {users:,} users (the {users - m.n:,} reports of "
+                                                  "the screen that chose the plan are not part of the release)")
+    rows = [("Attributes", s["attributes"]), ("Reports behind the model", reports),
             ("Cliques", s["cliques"]), ("Largest clique (cells)", f"{s['max_clique_cells']:,}"),
             ("Synthetic records", _n(None if ctx.synthetic is None else ctx.synthetic.n, "not given")),
             ("Real records", _n(None if ctx.real is None else ctx.real.n, "not given"))]
