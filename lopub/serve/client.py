@@ -1,9 +1,11 @@
 """Python device client of ``lopub serve``, and wire reports for simulated devices and relays.
 
 :class:`DeviceClient` is what a Python program on a person's device runs:
-it reads the public description, enrols, randomizes the answers with
-lopub's own oracles (:meth:`MarginalPlan.oracle`, :class:`lopub.client.Client`)
-drawing from OS entropy, and sends only the randomized report.
+it reads the public description, enrols, randomizes the answers with the
+device protocol of :mod:`lopub.serve.device` (the algorithm ``clients/js/lopub.js``
+runs, with the oracles' own public ``p``, ``q``, ``g``), every random word from
+:func:`os.urandom` (a cryptographic source, never a seeded generator), and sends
+only the randomized report.
 
 :func:`wire_reports` randomizes many simulated devices at once (vectorized,
 ``rng`` for reproducible simulation) into the JSON wire format, and
@@ -22,6 +24,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from lopub.serve import device
 from lopub.serve.protocol import Collection
 
 
@@ -104,11 +107,15 @@ class DeviceClient:
         self.privacy = desc["privacy"]
 
     def make_report(self, enrolment: Mapping[str, Any], answers: Mapping[str, str]) -> dict:
-        """The request body for ``answers`` ({attribute: label}); randomized with OS entropy.
+        """The request body for ``answers`` ({attribute: label}), randomized by
+        :func:`~lopub.serve.device.marginal_report` / :func:`~lopub.serve.device.bloom_report`
+        with ``WordSource(None)``: every random word from :func:`os.urandom`, as the JS client
+        draws from ``crypto.getRandomValues``; no NumPy generator is made.
 
         Raises ``TypeError`` / ``ValueError`` (see :func:`check_answers`) for answers that
         do not fit the collection's questions, ``ValueError`` for an enrolment made under
-        another plan than the one this client read (the service changed it since).
+        another plan than the one this client read (the service changed it since) or naming
+        a subset the plan does not have.
         """
         c = self.collection
         answers = check_answers(c.params.domain, answers)
@@ -117,18 +124,16 @@ class DeviceClient:
             raise ValueError(f"enrolment plan_id ({enrolled!r}) must be the plan this client read "
                              f"({c.params_id!r}): collection {c.name!r} changed its plan (another "
                              "epsilon or subsets); make a new DeviceClient to read it")
+        src = device.WordSource(None)  # OS words (os.urandom), one source for the whole report
         if c.kind == "bloom":
-            from lopub.client import Client
-
-            packed = Client(c.params).report(dict(answers))  # rng=None: OS entropy
-            return {"token": enrolment["token"], "report": packed.hex()}
-        i = int(enrolment["subset"])
-        plan = c.params
-        codes = [plan.domain.labels(a).index(answers[a]) for a in plan.subsets[i]]
-        value = int(np.ravel_multi_index(tuple(codes), [len(plan.domain.labels(a))
-                                                        for a in plan.subsets[i]]))
-        rep = plan.oracle(i).perturb(np.array([value]), rng=None)
-        return {"token": enrolment["token"], "subset": i, "report": to_wire(plan.oracles[i], rep)[0]}
+            return {"token": enrolment["token"], "report": device.bloom_report(c.params, answers, src)}
+        i, g = enrolment.get("subset"), c.params.n_subsets
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < g:
+            raise ValueError(f"enrolment subset ({i!r}) must be an integer in [0, {g - 1}]: the subsets "
+                             f"of the plan this client read ({c.params_id!r})")
+        i = int(i)
+        return {"token": enrolment["token"], "subset": i,
+                "report": device.marginal_report(c.params, i, answers, src)}
 
     def submit(self, answers: Mapping[str, str], user_id: str | None = None) -> dict:
         """Check the answers, enrol, randomize here, send; the service's answer.
