@@ -1,4 +1,5 @@
-"""Exceptions raised by lopub.  Each subclasses the built-in a caller would expect."""
+"""Exceptions raised by lopub, and its warnings about the data.  Each subclasses the built-in a
+caller would expect."""
 
 
 class DomainError(ValueError):
@@ -15,3 +16,9 @@ class ReportsFormatError(ValueError):
 
 class BudgetError(MemoryError):
     """A requested table is too large for the memory budget."""
+
+
+class RecordHeaderWarning(UserWarning):
+    """The column names of a DataFrame look like a record: a CSV file without a header row read
+    as if it had one (``pandas.read_csv(path)`` without ``header=None, names=[...]``), its first
+    record lost."""

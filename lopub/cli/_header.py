@@ -1,5 +1,6 @@
 """A CSV's header row that looks like a record (a file without a header row, such as UCI Adult's
-``adult.data``): the evidence (:func:`header_evidence`) and the warning naming it and the way out
+``adult.data``): the evidence (:func:`header_evidence`, from :mod:`lopub.data._header`, which
+Python's ``infer_schema`` shares) and the warning naming it and the way out
 (:func:`warn_record_header`); the column names of a file read without a header row
 (:func:`headerless_names`), and the warning when such a file's first row looks like a header after
 all (:func:`warn_header_as_record`).
@@ -9,21 +10,15 @@ this module, and must start fast (tests/test_startup.py).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from itertools import pairwise
 from typing import TYPE_CHECKING
+
+from lopub.data._header import HEADER_CHECKED, _number, _numbers_range, _some, header_evidence
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["header_evidence", "headerless_names", "warn_header_as_record", "warn_record_header"]
-
-#: rows whose values decide whether a column holds numbers (and their range)
-NUMBER_SAMPLE = 10_000
-#: share of a column's sampled values that must be numbers for it to be a column of numbers
-NUMBER_SHARE = 0.95
-
 
 def headerless_names(path: str, width: int, names: Sequence[str] | None) -> list[str]:
     """The column names of a CSV read without a header row: ``names`` (``--names``), checked
@@ -44,78 +39,12 @@ def headerless_names(path: str, width: int, names: Sequence[str] | None) -> list
     return given
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _numbers_range(col: pd.Series) -> tuple[float, float] | None:
-    """(min, max) of a column when (nearly) every sampled value is a number, else None; the
-    range is widened by its width on both sides (the header of sorted values, such as an index
-    or a time series, is just below or above the others)."""
-    import pandas as pd
-
-    from lopub.data._labels import NA_TOKENS
-
-    head = col.iloc[:NUMBER_SAMPLE]
-    head = head[~head.isin(NA_TOKENS)]
-    if head.empty:
-        return None
-    parsed = pd.to_numeric(head, errors="coerce")
-    if parsed.notna().mean() < NUMBER_SHARE:
-        return None
-    low, high = float(parsed.min()), float(parsed.max())
-    return low - (high - low), high + (high - low)
-
-
-def _counting(numbers: list[float | None]) -> bool:
-    """Whether the header's numbers, left to right, are at least two consecutive integers:
-    column numbers (``0,1,2``, ``1,2,3``, pandas' default names) or years (``2019,2020``), which
-    are names, not values."""
-    run = [x for x in numbers if x is not None]
-    return len(run) >= 2 and all(a == int(a) and b == a + 1 for a, b in pairwise(run))
-
-
-def header_evidence(df: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Evidence that the column names of ``df`` (a CSV's header row; cells as text, missing
-    ones None) are a record: the names that are numbers within the range of a column of numbers,
-    and the names that also occur as a value of their own column.  Both empty unless the
-    evidence covers at least half of the columns, and either some name is a value of its
-    column or every column is a column of numbers named by a number.  Numbers that are
-    consecutive integers (``1,2,3``, years ``2019,2020``) are names, not evidence."""
-    names = [str(c) for c in df.columns]
-    numbers = [_number(n) for n in names]
-    skip = {i for i, x in enumerate(numbers) if x is not None} if _counting(numbers) else set()
-    as_number, as_value = [], []
-    for i, name in enumerate(names):  # loop over columns
-        col = df.iloc[:, i]
-        col = col[col.notna()]
-        if not name or col.empty or i in skip:
-            continue
-        span = _numbers_range(col) if numbers[i] is not None else None
-        if span is not None and span[0] <= numbers[i] <= span[1]:  # type: ignore[operator]
-            as_number.append(name)
-        elif (col == name).any():
-            as_value.append(name)
-    found = len(as_number) + len(as_value)
-    if 2 * found < len(names) or not (as_value or len(as_number) == len(names)):
-        return [], []
-    return as_number, as_value
-
-
-def _some(names: list[str], most: int = 8) -> str:
-    shown = ", ".join(repr(n) for n in names[:most])
-    return shown + (", ..." if len(names) > most else "")
-
-
 def warn_record_header(df: pd.DataFrame, path: str) -> None:
     """Warn when the header row of the CSV ``path`` read into ``df`` looks like a record
     (:func:`header_evidence`), naming the evidence and the options of a file without one."""
     from lopub.progress import warning
 
+    df.attrs[HEADER_CHECKED] = True  # lopub.data.schema.infer_schema does not warn again
     as_number, as_value = header_evidence(df)
     if not (as_number or as_value):
         return
@@ -139,6 +68,7 @@ def warn_header_as_record(df: pd.DataFrame, path: str, names: Sequence[str] | No
     from lopub.data._labels import NA_TOKENS
     from lopub.progress import warning
 
+    df.attrs[HEADER_CHECKED] = True  # read with the names given: lopub.data does not weigh them
     if df.empty:
         return
     first = [None if v is None else str(v) for v in df.iloc[0]]

@@ -12,6 +12,7 @@ from typing import Sequence, cast
 import numpy as np
 import pandas as pd
 
+from lopub.data._header import record_names_text
 from lopub.data._labels import NA_TOKENS, _numeric_key, date_days
 from lopub.data.domain import Attribute, Binning, Domain
 from lopub.data.marginal import Marginal
@@ -81,7 +82,10 @@ class Dataset:
         parsed).  A label that is no category but spells the same number as
         exactly one category (``"1"`` and ``"1.0"``) matches it.  A missing
         value without a missing category and an unknown label raise
-        :class:`DomainError` naming the attribute and the value.
+        :class:`DomainError` naming the attribute and the value, as does an
+        attribute that is no column (saying so when the column names look
+        like a record: a CSV file without a header row read by
+        ``pandas.read_csv(path)``, see :func:`~lopub.data.schema.infer_schema`).
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -89,7 +93,9 @@ class Dataset:
             raise TypeError(f"domain must be a lopub Domain, got {type(domain).__name__}")
         missing = [a for a in domain.attrs if a not in df.columns]
         if missing:
-            raise DomainError(f"missing columns {missing}; the data has {list(df.columns)}")
+            why = record_names_text(df)  # pandas.read_csv of a file without a header row
+            raise DomainError(f"missing columns {missing}; the data has {list(df.columns)}"
+                              + ("" if why is None else f"; {why}"))
         if len(df) == 0:
             raise DomainError("the data is empty (0 rows)")
         cols = [_encode_column(df[a], attr) for a, attr in zip(domain.attrs, domain.attributes)]

@@ -35,6 +35,18 @@ steward to review before collecting.  Rules, column by column:
   then the ``na_values`` tokens found in a numeric column).
 * a column with one category is kept with a note: it carries no information
   and costs no budget.
+* **column names that are a record**: a CSV file without a header row read
+  by ``pandas.read_csv(path)`` (UCI Adult's ``adult.data``) has its first
+  record as column names, and that record is lost.  Names that are numbers
+  within the range of their column of numbers, or values of their own column,
+  covering at least half the columns, are warned about once
+  (:class:`~lopub.errors.RecordHeaderWarning`, naming them and
+  ``pandas.read_csv(path, header=None, names=[...])``); the same evidence as
+  the command line's (``lopub schema`` warns in its own words and offers
+  ``--names``).  Integer names (pandas' ``header=None``: 0, 1, ...) are not
+  weighed.  The check reads 10,000 rows for a column's range of numbers and
+  compares each name with its column (0.06 s of infer_schema's 20 s on
+  1,009,360 rows of Adult).
 
 Privacy: categories, quantile edges and point masses computed here come from
 the raw records and reveal them.  The domain is marked ``provenance =
@@ -55,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from lopub._util import check_int
+from lopub.data._header import warn_record_names
 from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, date_label, respelled_numbers
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
@@ -94,10 +107,12 @@ def infer_domain(
     """The domain of :func:`infer_schema` (same parameters); its notes that matter are warnings.
 
     A column left out (identifier-like) and a column of one category are
-    reported as :class:`UserWarning`; read :func:`infer_schema`'s table for all
-    decisions.  The domain is public: infer it from public or historical data,
-    not from the private records you are about to collect (see the module
-    docstring).
+    reported as :class:`UserWarning`, column names that look like a record
+    (a CSV file read without ``header=None``) as
+    :class:`~lopub.errors.RecordHeaderWarning` (by :func:`infer_schema`); read
+    :func:`infer_schema`'s table for all decisions.  The domain is public:
+    infer it from public or historical data, not from the private records you
+    are about to collect (see the module docstring).
     """
     report = infer_schema(df, bins=bins, edges=edges, bounds=bounds, max_categories=max_categories,
                           columns=columns, missing=missing, na_values=na_values,
@@ -124,6 +139,10 @@ def infer_schema(
     read_as_missing: Sequence[str] = ("",),
 ) -> SchemaReport:
     """Infer a domain from a DataFrame, with the table of decisions (rules: module docstring).
+
+    Warns (:class:`~lopub.errors.RecordHeaderWarning`) when the column names of
+    ``df`` look like a record: a CSV file without a header row read by
+    ``pandas.read_csv(path)``; read it with ``header=None, names=[...]``.
 
     Parameters
     ----------
@@ -161,6 +180,7 @@ def infer_schema(
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if len(df) == 0:
         raise DomainError("cannot infer a domain from empty data")
+    warn_record_names(df)
     opts = _Options.make(df, bins, edges, bounds, max_categories, missing, na_values, identifiers,
                          read_as_missing)
     named = columns is not None

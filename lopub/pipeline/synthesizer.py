@@ -34,6 +34,7 @@ import pandas as pd
 from lopub._util import resolve_rng
 from lopub.collect import MarginalReports, collect, privacy_statement
 from lopub.data.dataset import Dataset
+from lopub.data._header import HEADER_CHECKED
 from lopub.data.schema import infer_domain
 from lopub.data.domain import Attribute, Domain
 from lopub.errors import DomainError
@@ -226,6 +227,11 @@ class Synthesizer:
         ReleaseQualityWarning
             The release's verdict (``verdict_``) is "not usable" or "usable
             with caveats"; the message gives the reasons.
+        RecordHeaderWarning
+            Without a ``domain``: the DataFrame's column names look like a
+            record (a CSV file without a header row read by
+            ``pandas.read_csv(path)``; read it with ``header=None,
+            names=[...]``), from :func:`~lopub.data.schema.infer_domain`.
         """
         self._check_params()
         t0 = time.perf_counter()
@@ -289,7 +295,10 @@ class Synthesizer:
             return data
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
+        named = all(isinstance(c, str) for c in data.columns)
         data = data.rename(columns=str)  # attribute names are strings (pd.read_csv(header=None): 0, 1, ...)
+        if not named:  # no header row read as names: infer_domain does not weigh them as a record
+            data.attrs = {**data.attrs, HEADER_CHECKED: True}
         twice = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
         if twice:
             raise ValueError(f"data has the columns {twice} more than once; column names must be "
