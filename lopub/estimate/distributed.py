@@ -19,17 +19,24 @@ log-likelihood, and the client takes the M-step.  Partitions are
 ``scheduler`` is ``"local"`` (a ``LocalCluster`` on this machine, one
 single-threaded worker process per core) or the address of a running
 scheduler (``tcp://host:8786``); clients are opened once per address and
-reused.
+reused.  A scheduler that does not answer within :data:`CONNECT_TIMEOUT`
+seconds is a ConnectionError naming the address; a worker that does not see
+the folder (or one of its parts) at the client's absolute path is an error
+naming the worker and the path.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from lopub.estimate.moment_stats import add_sums
 
 _CLIENTS: dict[str, Any] = {}
+#: seconds to wait for a scheduler to answer (Dask's own default, 30 s, retries a refused port)
+CONNECT_TIMEOUT = 10.0
 
 
 def _import_distributed():
@@ -53,9 +60,22 @@ def client(scheduler: str) -> Any:
                                            processes=True, dashboard_address=None)
         c = distributed.Client(cluster)
     else:
-        c = distributed.Client(scheduler)
+        c = _connect(distributed, scheduler)
     _CLIENTS[scheduler] = c
     return c
+
+
+def _connect(distributed: Any, scheduler: str) -> Any:
+    """A client of the scheduler at ``scheduler``; a clear error within CONNECT_TIMEOUT when none answers."""
+    try:
+        return distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
+    except ValueError as exc:  # no port, unknown scheme: the address itself is wrong
+        raise ValueError(f"scheduler ({scheduler!r}) is not a Dask scheduler address ({exc}); expected "
+                         f"'local' or an address such as tcp://host:8786") from None
+    except OSError as exc:  # refused, unknown host, timed out (TimeoutError is an OSError)
+        raise ConnectionError(f"no Dask scheduler answered at {scheduler!r} within {CONNECT_TIMEOUT:g} s "
+                              f"({exc}); is `dask scheduler` running there, and its port reachable "
+                              f"from this machine?") from None
 
 
 @atexit.register
@@ -70,27 +90,69 @@ def close_clients() -> None:
 
 
 def partitions(reports: Any, path: str | os.PathLike | None, chunk: int, workers: int) -> list:
-    """Units of work: parts of the dataset at ``path``, or slices of ``reports`` (whole chunks)."""
+    """Units of work: parts of the dataset at ``path``, or slices of ``reports`` (whole chunks).
+
+    The parts carry the folder's absolute path: the workers run in other
+    directories (on other machines), where a relative path means another
+    folder.  For reports left on disk (:class:`~lopub.reports.dataset.OnDiskReports`)
+    the parts are those listed when they were opened: parts appended since
+    (``lopub encode --append`` during the fit) are not theirs and are left out.
+    """
     if path is not None and os.path.isdir(path):  # a dataset folder: its parts
-        try:
-            from lopub.reports.dataset import ReportsDataset
-        except ImportError:  # pragma: no cover - before reports datasets existed
-            ReportsDataset = None  # type: ignore[assignment,misc]
-        if ReportsDataset is not None:
-            ds = ReportsDataset.open(path, spec=reports.spec)
-            if ds.n != reports.n:
-                raise ValueError(f"reports_path {os.fspath(path)!r} holds {ds.n} reports, "
-                                 f"the estimator's reports {reports.n}")
-            return ds.partitions()
+        from lopub.reports.dataset import OnDiskReports, ReportsDataset
+
+        folder = os.path.abspath(path)
+        ds = ReportsDataset.open(folder, spec=reports.spec)
+        if isinstance(reports, OnDiskReports):
+            mine = reports.dataset.parts
+            if ds.parts[:len(mine)] != mine:
+                raise ValueError(f"reports_path {folder!r} does not list the parts of the estimator's "
+                                 f"reports ({os.fspath(reports.dataset.path)!r}, {len(mine)} parts) "
+                                 f"first; it is another folder, or was rewritten since they were opened")
+            return ds.partitions()[:len(mine)]
+        if ds.n != reports.n:
+            raise ValueError(f"reports_path {folder!r} holds {ds.n} reports, the estimator's reports "
+                             f"{reports.n} (another folder, or one appended to since the reports were "
+                             f"loaded)")
+        return ds.partitions()
     per = max(chunk, -(-reports.n // max(1, 4 * workers)))
     per = -(-per // chunk) * chunk
     return [reports.subset(slice(a, a + per)) for a in range(0, reports.n, per)]
 
 
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return f"Dask worker {get_worker().address}"
+    except (ImportError, ValueError):  # not in a worker (a task run in this process)
+        return "this process"
+
+
+@contextlib.contextmanager
+def _reading(part: Any) -> Iterator[None]:
+    """Around a worker's reading of ``part``: a folder it cannot read is an error naming the worker."""
+    from lopub.errors import ReportsFormatError
+
+    if not getattr(part, "is_folder", False):  # a slice sent by the client
+        yield
+        return
+    where = os.fspath(part.path)
+    if not os.path.isdir(where):
+        raise FileNotFoundError(f"{_worker_name()} does not see the reports folder {where!r}: the workers "
+                                f"read its parts themselves, so it must be at that path on every worker "
+                                f"(shared storage: NFS, a shared volume, an object store mounted there)")
+    try:
+        yield
+    except ReportsFormatError as exc:  # a part missing, truncated or not the listed one
+        raise ReportsFormatError(f"{_worker_name()}: {exc}; every worker must see the client's folder, "
+                                 f"unchanged, at this path") from None
+
+
 def _partition_sum(part: Any, fn: Callable, chunk: int) -> dict:
     from lopub.estimate.parallel import single_thread_blas
 
-    with single_thread_blas():
+    with _reading(part), single_thread_blas():
         return add_sums(fn(bits) for _, bits in part.iter_chunks(chunk))
 
 
@@ -106,7 +168,8 @@ def dask_chunk_sums(reports: Any, fn: Callable, chunk: int, scheduler: str, *,
 
 # EM: per-partition likelihoods kept on the workers, E-step sums gathered per step ---------
 def _load_part(part: Any) -> Any:
-    return part.load() if hasattr(part, "load") and not hasattr(part, "packed") else part
+    with _reading(part):
+        return part.load() if hasattr(part, "load") and not hasattr(part, "packed") else part
 
 
 def _part_likelihood(reports: Any, attr: str) -> Any:
@@ -120,8 +183,8 @@ def _offset(lik: Any) -> float:
 
 
 def _part_estep(p: Any, chunk: int, *liks: Any) -> tuple:
-    from lopub.estimate.parallel import single_thread_blas
     from lopub.estimate.em import KwayData
+    from lopub.estimate.parallel import single_thread_blas
 
     data = KwayData([x.values for x in liks], chunk, 0)
     with single_thread_blas():
@@ -155,7 +218,7 @@ class DaskLikelihoods:
     def offset(self, attrs) -> float:
         return sum(self._offsets[a] for a in attrs)
 
-    def kway(self, attrs) -> "DaskKway":
+    def kway(self, attrs) -> DaskKway:
         return DaskKway(self, [self.futures(a) for a in attrs])
 
 
