@@ -141,3 +141,37 @@ def test_reports_path_of_another_folder_is_refused(reports, address, tmp_path):
     est = Estimator(on_disk, "moment", scheduler=address, reports_path=str(tmp_path / "b"))
     with pytest.raises(ValueError, match="does not list the parts of the estimator's reports"):
         est.marginal(list(reports.spec.domain.attrs)[:2])
+
+
+def test_scheduler_local_starts_jobs_workers(reports, monkeypatch):
+    """``--scheduler local --jobs N`` (option ``jobs``): a local cluster of N workers, not one per core."""
+    made = []
+    real = distributed.LocalCluster
+
+    def local_cluster(**kw):  # the same cluster, in this process (fast)
+        made.append(kw["n_workers"])
+        return real(**{**kw, "processes": False})
+
+    monkeypatch.setattr(distributed, "LocalCluster", local_cluster)
+    attrs = list(reports.spec.domain.attrs)
+    sets = [attrs[:2], attrs[1:4]]
+    want = {m: Estimator(reports, m, jobs=1).marginals(sets) for m in ("moment", "em")}
+    try:
+        for jobs, method in ((3, "moment"), (1, "moment"), (3, "em")):
+            got = Estimator(reports, method, scheduler="local", jobs=jobs, chunk_size=900).marginals(sets)
+            for x, y in zip(got, want[method]):
+                assert np.allclose(x.values, y.values, atol=1e-9, rtol=0)
+    finally:
+        lopub_dask.close_clients()
+    assert made == [3, 1]  # one cluster per size, reused
+
+
+def test_cli_jobs_with_a_scheduler_address_is_said_to_be_ignored(reports, address, tmp_path, capsys):
+    from lopub.cli import main
+
+    _folder(tmp_path / "reports", reports)
+    out = tmp_path / "m.json"
+    assert main(["fit", str(tmp_path / "reports"), "--method", "moment", "--out", str(out),
+                 "--scheduler", address, "--jobs", "2"]) == 0
+    assert f"--jobs (2) is ignored with --scheduler {address}" in capsys.readouterr().err
+    assert out.exists()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 from typing import Any, Callable
 
 from lopub.cli._common import MAX_MIB
@@ -11,7 +12,8 @@ from lopub.cli._common import MAX_MIB
 def add_scale_options(p: argparse.ArgumentParser, *, budget: bool = True) -> None:
     """Add the scaling options to a subcommand (``budget``: also ``--memory-budget-mb``)."""
     p.add_argument("--jobs", type=int, default=None,
-                   help="worker processes for the joints (default: every core); results do not depend on it")
+                   help="worker processes for the joints (default: every core; with --scheduler local, "
+                        "the local Dask cluster's workers); results do not depend on it")
     if budget:
         p.add_argument("--memory-budget-mb", type=float, default=None,
                        help="memory budget in MiB for reports, per-attribute arrays and the "
@@ -42,6 +44,10 @@ def scale_options(a: argparse.Namespace, path: str) -> dict[str, Any]:
         if a.method not in ("moment", "em"):
             raise ValueError(f"--scheduler ({a.scheduler}) applies to --method moment or em, "
                              f"not {a.method!r}")
+        if a.jobs is not None and a.scheduler != "local":
+            warnings.warn(f"--jobs ({a.jobs}) is ignored with --scheduler {a.scheduler}: the sums over "
+                          f"users run on that cluster's workers (start more of them for more)",
+                          stacklevel=2)
         opts["scheduler"] = a.scheduler
         opts["reports_path"] = str(path)
     return opts

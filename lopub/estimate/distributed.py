@@ -48,20 +48,29 @@ def _import_distributed():
     return distributed
 
 
-def client(scheduler: str) -> Any:
-    """A ``distributed.Client`` for ``scheduler`` ("local" or an address), opened once."""
+def client(scheduler: str, workers: int | None = None) -> Any:
+    """A ``distributed.Client`` for ``scheduler`` ("local" or an address), opened once.
+
+    ``workers``: for "local", the number of single-threaded worker processes
+    (the estimator's ``jobs``; None: one per core); a running scheduler's
+    workers are its own, so it is ignored there.
+    """
     if not isinstance(scheduler, str) or not scheduler:
         raise ValueError(f"scheduler ({scheduler!r}) must be 'local' or a Dask scheduler address")
-    if scheduler in _CLIENTS:
-        return _CLIENTS[scheduler]
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers ({workers!r}) must be an integer >= 1 or None (one per core)")
+    n = (workers or max(1, os.cpu_count() or 1)) if scheduler == "local" else None
+    key = scheduler if n is None else f"local/{n}"
+    if key in _CLIENTS:
+        return _CLIENTS[key]
     distributed = _import_distributed()
-    if scheduler == "local":
-        cluster = distributed.LocalCluster(n_workers=max(1, os.cpu_count() or 1), threads_per_worker=1,
+    if n is not None:
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1,
                                            processes=True, dashboard_address=None)
         c = distributed.Client(cluster)
     else:
         c = _connect(distributed, scheduler)
-    _CLIENTS[scheduler] = c
+    _CLIENTS[key] = c
     return c
 
 
@@ -157,9 +166,10 @@ def _partition_sum(part: Any, fn: Callable, chunk: int) -> dict:
 
 
 def dask_chunk_sums(reports: Any, fn: Callable, chunk: int, scheduler: str, *,
-                    path: str | os.PathLike | None = None) -> dict:
-    """``fn`` summed over every chunk of users, one Dask task per partition, added in order."""
-    c = client(scheduler)
+                    path: str | os.PathLike | None = None, workers: int | None = None) -> dict:
+    """``fn`` summed over every chunk of users, one Dask task per partition, added in order
+    (``workers``: the local cluster's size, see :func:`client`)."""
+    c = client(scheduler, workers)
     workers = max(1, len(c.scheduler_info().get("workers", {})))
     parts = partitions(reports, path, chunk, workers)
     futures = c.map(_partition_sum, parts, fn=fn, chunk=chunk, pure=False)
@@ -199,8 +209,9 @@ class DaskLikelihoods:
     and reused by every joint; :meth:`kway` gives the E-step of a joint over them.
     """
 
-    def __init__(self, reports: Any, scheduler: str, path: str | os.PathLike | None, chunk: int) -> None:
-        self.client = client(scheduler)
+    def __init__(self, reports: Any, scheduler: str, path: str | os.PathLike | None, chunk: int,
+                 workers: int | None = None) -> None:
+        self.client = client(scheduler, workers)
         workers = max(1, len(self.client.scheduler_info().get("workers", {})))
         parts = partitions(reports, path, chunk, workers)
         self.parts = self.client.map(_load_part, parts, pure=False)

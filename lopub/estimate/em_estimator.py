@@ -172,7 +172,8 @@ class EMEstimator(SandwichVariance):
             from lopub.estimate.distributed import DaskLikelihoods
 
             self._dask_liks = DaskLikelihoods(self.reports, self.options.scheduler,
-                                              self.options.reports_path, self._chunk_fixed())
+                                              self.options.reports_path, self._chunk_fixed(),
+                                              workers=self.options.jobs)
         return self._dask_liks
 
     def _chunk_fixed(self) -> int:

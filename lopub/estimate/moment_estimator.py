@@ -108,7 +108,7 @@ class MomentEstimator(BloomEstimator):
             from lopub.estimate.distributed import dask_chunk_sums
 
             return dask_chunk_sums(self.reports, fn, chunk, self.options.scheduler,
-                                   path=self.options.reports_path)
+                                   path=self.options.reports_path, workers=self.options.jobs)
         free = self.options.memory_budget - self.reports.nbytes
         jobs = int(max(1, min(jobs, free // max(per_job, 1))))
         shown = None if progress is None else (lambda d, t: progress(stage, d, t))
