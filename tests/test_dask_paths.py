@@ -1,6 +1,7 @@
 """What a user of the Dask path runs into: a folder given by a relative path, a worker that does not
 see the folder, a scheduler that is down or misspelt, a folder appended to during the fit."""
 import functools
+import itertools
 import os
 import re
 import socket
@@ -175,3 +176,43 @@ def test_cli_jobs_with_a_scheduler_address_is_said_to_be_ignored(reports, addres
                  "--scheduler", address, "--jobs", "2"]) == 0
     assert f"--jobs (2) is ignored with --scheduler {address}" in capsys.readouterr().err
     assert out.exists()
+
+
+def test_dask_em_runs_joints_at_once_and_reads_the_information_users_once(reports, address, tmp_path,
+                                                                             monkeypatch):
+    """Each EM step is a round trip to the cluster: joints overlap (DASK_JOINTS at once), and the
+    client reads the observed information's users from the folder once, not once per joint."""
+    import threading
+
+    from lopub.estimate import em_estimator
+
+    folder = tmp_path / "reports"
+    _folder(folder, reports)
+    on_disk = ReportsDataset.open(folder).on_disk()
+    active, most, lock = [0], [0], threading.Lock()
+    estep = lopub_dask.DaskKway.estep
+
+    def counting_estep(self, p):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        try:
+            time.sleep(0.002)  # a cluster round trip's latency
+            return estep(self, p)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    reads = []
+    subset = type(on_disk).subset
+    monkeypatch.setattr(lopub_dask.DaskKway, "estep", counting_estep)
+    monkeypatch.setattr(type(on_disk), "subset", lambda self, rows: reads.append(rows) or subset(self, rows))
+    attrs = list(reports.spec.domain.attrs)
+    sets = [list(pair) for pair in itertools.pairwise(attrs[:5])]
+    got = Estimator(on_disk, "em", scheduler=address, reports_path=str(folder), chunk_size=900).marginals(sets)
+    want = Estimator(reports, "em", jobs=1, chunk_size=900).marginals(sets)
+    assert len(reads) == 1
+    assert 1 < most[0] <= em_estimator.DASK_JOINTS  # 1 before: one joint after the other
+    for x, y in zip(got, want):  # in key order, each joint as if alone
+        assert x.attrs == y.attrs
+        assert np.allclose(x.values, y.values, atol=1e-9, rtol=0)

@@ -32,6 +32,7 @@ from lopub.estimate.options import Options, anything, flag, integer, one_of, opt
 
 FULL_INFORMATION_CELLS = 512
 INFORMATION_USERS = 16384  # users summed for the information (a strided subset beyond)
+DASK_JOINTS = 8  # joints estimated at once on a Dask cluster
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,19 +181,50 @@ class EMEstimator(SandwichVariance):
         return self.options.chunk_size or 8192
 
     def _local_subset(self, attrs: Sequence[str]) -> tuple[KwayData, int]:
-        """The users the observed information sums over, as local data (Dask runs)."""
-        stride = 1 if self.n <= INFORMATION_USERS else -(-self.n // INFORMATION_USERS)
-        sub = self.reports.subset(slice(0, None, stride))
+        """The users the observed information sums over, as local data (Dask runs).
+
+        Read once per estimator (reports left on disk are read in one pass),
+        not once per joint.
+        """
+        sub = self._information_users()
         mats = [attribute_likelihood(sub, a).values for a in attrs]
         return KwayData(mats, self._chunk_fixed(), 0), sub.n
+
+    def _information_users(self):
+        if getattr(self, "_info_subset", None) is None:
+            stride = 1 if self.n <= INFORMATION_USERS else -(-self.n // INFORMATION_USERS)
+            self._info_subset = self.reports.subset(slice(0, None, stride))
+        return self._info_subset
 
     def _estimate_many(self, keys, jobs: int, progress, stage: str) -> None:
         if getattr(self.options, "scheduler", None) is None:
             return super()._estimate_many(keys, jobs, progress, stage)
-        for i, key in enumerate(keys):  # each E-step runs on the cluster
-            self._results[key] = self._measure(key)
-            if progress is not None:
-                progress(stage, i + 1, len(keys))
+        # Each EM step of a joint is a round trip to the cluster; DASK_JOINTS joints run at once
+        # (client threads, each its own EM) so the workers are not idle between one joint's
+        # steps.  Every joint's result is what it is alone: same steps, same sums, in key order.
+        from concurrent.futures import ThreadPoolExecutor
+
+        from lopub.estimate.parallel import single_thread_blas
+
+        dask = self._dask()
+        for a in dict.fromkeys(a for k in keys for a in k):
+            dask.futures(a)  # the likelihoods, submitted before the threads share them
+        big = self._big(keys)
+        if big:
+            self._companion().prepare(big)  # the sandwich bounds' sums, before the threads
+        if len(big) < len(keys):
+            self._information_users()  # the observed information's users, read once, before the threads
+        shown, self.progress = self.progress, None  # EM steps of interleaved joints are not shown
+        try:
+            alone = isinstance(self.options.start, str) and self.options.start == "independent"
+            threads = 1 if alone else min(DASK_JOINTS, max(1, len(keys)))  # 'independent': local fits
+            with single_thread_blas(), ThreadPoolExecutor(threads) as pool:
+                for i, (key, m) in enumerate(zip(keys, pool.map(self._measure, keys))):
+                    self._results[key] = m
+                    if progress is not None:
+                        progress(stage, i + 1, len(keys))
+        finally:
+            self.progress = shown
 
     def _variance(self, attrs: Sequence[str], p: np.ndarray, data, meta: dict) -> np.ndarray:
         dask = not isinstance(data, KwayData)
