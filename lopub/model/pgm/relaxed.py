@@ -42,6 +42,7 @@ import numpy as np
 
 from lopub.data.domain import Domain
 from lopub.data.marginal import Marginal
+from lopub.errors import BudgetError
 from lopub.estimate.measurement import Measurement
 
 #: rounds of iterative proportional fitting of a region table to the tree's margins
@@ -100,7 +101,12 @@ def region_table(m: Measurement, margins: Callable[[list[str]], np.ndarray],
         for (ax, want), other in zip(targets, axes_of):
             have = t.sum(axis=other, keepdims=True)
             t = t + (_expand(want, ax, t.ndim) - have) / (t.size / have.size)
-    t = np.maximum(t, 0.0) + 1e-15
+    return _ipf(np.maximum(t, 0.0) + 1e-15, targets, axes_of)
+
+
+def _ipf(t: np.ndarray, targets: list, axes_of: list) -> np.ndarray:
+    """Iterative proportional fitting of the positive table ``t`` to the margins ``targets``
+    (``(axes, table)`` pairs; ``axes_of``: the axes each one sums out); normalized."""
     for _ in range(IPF_ROUNDS):
         worst = 0.0
         for (ax, want), other in zip(targets, axes_of):
@@ -161,7 +167,7 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
         same += [outside[i] for i in holders if frozenset(outside[i].attrs) != key]
         pooled.append(_pool(same) if len(same) > 1 else same[0])
     fits = [region_table(m, lambda s: model_project(s).values, cliques) for m in pooled]
-    base = [model_project(list(m.attrs)).values for m in pooled]
+    base = [_tree_answer(list(m.attrs), model_project, cliques) for m in pooled]
     if shrink and pooled:
         ks = np.array([float(free_dof(m.attrs, cliques, domain)) for m in pooled])
         s2 = np.array([m.sigma2 for m in pooled])
@@ -175,6 +181,32 @@ def regions(outside: Sequence[Measurement], model_project: Callable[[list[str]],
     fits = [f if np.isfinite(f).all() and f.sum() > 0 else b for f, b in zip(fits, base)]
     return [Marginal(domain.project(list(m.attrs)), f / f.sum(), m.n, {"method": "pgm-region"})
             for m, f in zip(pooled, fits)]
+
+
+def _tree_answer(attrs: list[str], model_project: Callable[[list[str]], Marginal],
+                 cliques: Sequence[Sequence[str]]) -> np.ndarray:
+    """The tree model's table of ``attrs`` (the region's shrinkage target and fallback).
+
+    Exact inference over the Steiner subtree when it fits the model's query
+    budget; beyond it (bn-mildew at 10^6 users, epsilon 16: a measured triple
+    whose exact answer passes through a 30.8-million-cell table), the
+    maximum-entropy table with the margins the tree holds (iterative
+    proportional fitting from uniform to the in-clique margins), which agrees
+    with the exact answer on those margins and adds no dependence of its own.
+    """
+    try:
+        return model_project(attrs).values
+    except BudgetError:
+        subs = overlaps(attrs, cliques)
+        targets = [(tuple(attrs.index(a) for a in s), model_project(list(s)).values) for s in subs]
+        sizes = [0] * len(attrs)
+        for ax, want in targets:
+            for k, n in zip(ax, np.shape(want)):
+                sizes[k] = n
+        if 0 in sizes:  # an attribute in no clique: no margin to keep (cannot happen in a junction tree)
+            raise
+        axes_of = [tuple(k for k in range(len(attrs)) if k not in ax) for ax, _ in targets]
+        return _ipf(np.full(sizes, 1.0 / float(np.prod(sizes))), targets, axes_of)
 
 
 def free_dof(attrs: Sequence[str], cliques: Sequence[Sequence[str]], domain: Domain) -> int:
