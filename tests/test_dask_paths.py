@@ -216,3 +216,19 @@ def test_dask_em_runs_joints_at_once_and_reads_the_information_users_once(report
     for x, y in zip(got, want):  # in key order, each joint as if alone
         assert x.attrs == y.attrs
         assert np.allclose(x.values, y.values, atol=1e-9, rtol=0)
+
+
+def test_a_scheduler_without_workers_is_a_clear_error_not_a_hang(reports, monkeypatch):
+    monkeypatch.setattr(lopub_dask, "CONNECT_TIMEOUT", 1.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        where = cluster.scheduler_address
+        try:
+            est = Estimator(reports, "moment", scheduler=where)
+            t0 = time.perf_counter()
+            with pytest.raises(ConnectionError, match=r"has no workers \(none joined within 1 s\)"):
+                est.marginal(list(reports.spec.domain.attrs)[:2])
+            assert time.perf_counter() - t0 < 8
+            with pytest.raises(ConnectionError, match="has no workers"):  # EM's path too
+                Estimator(reports, "em", scheduler=where).marginal(list(reports.spec.domain.attrs)[:2])
+        finally:
+            lopub_dask.close_clients()

@@ -87,6 +87,21 @@ def _connect(distributed: Any, scheduler: str) -> Any:
                               f"from this machine?") from None
 
 
+def _workers(c: Any, scheduler: str) -> int:
+    """How many workers the cluster has; one at least, waited for up to CONNECT_TIMEOUT seconds
+    (a scheduler without workers would otherwise hold the fit forever)."""
+    n = len(c.scheduler_info().get("workers", {}))
+    if n == 0:
+        try:
+            c.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+        except OSError:  # TimeoutError
+            raise ConnectionError(f"the Dask scheduler at {scheduler!r} has no workers (none joined within "
+                                  f"{CONNECT_TIMEOUT:g} s): start `dask worker {scheduler} --nthreads 1` "
+                                  f"on machines that see the reports folder") from None
+        n = len(c.scheduler_info().get("workers", {}))
+    return max(1, n)
+
+
 @atexit.register
 def close_clients() -> None:
     """Close the clients (and local clusters) this process opened."""
@@ -170,7 +185,7 @@ def dask_chunk_sums(reports: Any, fn: Callable, chunk: int, scheduler: str, *,
     """``fn`` summed over every chunk of users, one Dask task per partition, added in order
     (``workers``: the local cluster's size, see :func:`client`)."""
     c = client(scheduler, workers)
-    workers = max(1, len(c.scheduler_info().get("workers", {})))
+    workers = _workers(c, scheduler)
     parts = partitions(reports, path, chunk, workers)
     futures = c.map(_partition_sum, parts, fn=fn, chunk=chunk, pure=False)
     return add_sums(c.gather(futures))
@@ -212,7 +227,7 @@ class DaskLikelihoods:
     def __init__(self, reports: Any, scheduler: str, path: str | os.PathLike | None, chunk: int,
                  workers: int | None = None) -> None:
         self.client = client(scheduler, workers)
-        workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        workers = _workers(self.client, scheduler)
         parts = partitions(reports, path, chunk, workers)
         self.parts = self.client.map(_load_part, parts, pure=False)
         self.chunk, self.n = chunk, reports.n
