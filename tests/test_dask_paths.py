@@ -113,7 +113,7 @@ def test_a_scheduler_that_is_down_is_a_clear_error_in_seconds(monkeypatch):
     assert where not in lopub_dask._CLIENTS
 
 
-@pytest.mark.parametrize("where", ["localhost", "http://127.0.0.1:8786"])
+@pytest.mark.parametrize("where", ["localhost", "http://127.0.0.1:1"])
 def test_a_misspelt_scheduler_address_is_named(where):
     with pytest.raises(ValueError, match=rf"scheduler \({where!r}\) is not a Dask scheduler address"):
         lopub_dask.client(where)
