@@ -228,10 +228,7 @@ class Synthesizer:
             The release's verdict (``verdict_``) is "not usable" or "usable
             with caveats"; the message gives the reasons.
         RecordHeaderWarning
-            Without a ``domain``: the DataFrame's column names look like a
-            record (a CSV file without a header row read by
-            ``pandas.read_csv(path)``; read it with ``header=None,
-            names=[...]``), from :func:`~lopub.data.schema.infer_domain`.
+            Without a ``domain``: the column names look like a record (a CSV read without its names).
         """
         self._check_params()
         t0 = time.perf_counter()

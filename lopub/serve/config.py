@@ -74,19 +74,10 @@ def read_relay_key(path: str | None, *, create: bool = True) -> str | None:
     """
     if path is None:
         return None
-    if create and not os.path.lexists(path):
-        import secrets
+    if create:
+        from lopub.serve.tokens import create_key_file
 
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another worker created it first
-            pass
-        except OSError as exc:
-            raise ValueError(f"--relay-key-file ({path}) does not exist and cannot be created: "
-                             f"{exc.strerror}") from None
-        else:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(secrets.token_hex(32) + "\n")
+        create_key_file(path, "--relay-key-file")
     try:
         text = Path(path).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:

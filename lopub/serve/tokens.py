@@ -35,23 +35,29 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def create_key_file(path: str | os.PathLike, option: str) -> None:
+    """Create ``path`` with a random key of 64 hex digits, mode 0600, unless it exists (another
+    worker may create it at the same moment); ``ValueError`` naming ``option`` if it cannot be."""
+    if os.path.lexists(path):
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another worker created it first
+        return
+    except OSError as exc:
+        raise ValueError(f"{option} ({path}) does not exist and cannot be created: {exc.strerror}") from None
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secrets.token_hex(32) + "\n")
+
+
 def load_secret(path: str | os.PathLike, *, create: bool = True) -> bytes:
     """The server secret from ``path`` (created with 32 random bytes, mode 0600, if absent).
 
     Raises ``ValueError`` naming ``--secret-file`` and the path when it cannot be created or
     read, or holds fewer than 32 characters.
     """
-    if create and not os.path.lexists(path):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another worker created it first
-            pass
-        except OSError as exc:
-            raise ValueError(f"--secret-file ({path}) does not exist and cannot be created: "
-                             f"{exc.strerror}") from None
-        else:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(secrets.token_hex(32) + "\n")
+    if create:
+        create_key_file(path, "--secret-file")
     try:
         with open(path, encoding="ascii") as fh:
             text = fh.read().strip()
