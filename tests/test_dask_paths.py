@@ -109,7 +109,7 @@ def test_a_scheduler_that_is_down_is_a_clear_error_in_seconds(monkeypatch):
     with pytest.raises(ConnectionError, match=r"no Dask scheduler answered at 'tcp://127\.0\.0\.1:\d+' "
                                               r"within 1 s .*dask scheduler"):
         lopub_dask.client(where)
-    assert time.perf_counter() - t0 < 8  # Dask's own default waits 30 s
+    assert time.perf_counter() - t0 < 20  # Dask's own default waits 30 s; slack for a busy machine
     assert where not in lopub_dask._CLIENTS
 
 
@@ -227,7 +227,7 @@ def test_a_scheduler_without_workers_is_a_clear_error_not_a_hang(reports, monkey
             t0 = time.perf_counter()
             with pytest.raises(ConnectionError, match=r"has no workers \(none joined within 1 s\)"):
                 est.marginal(list(reports.spec.domain.attrs)[:2])
-            assert time.perf_counter() - t0 < 8
+            assert time.perf_counter() - t0 < 20  # before: no end
             with pytest.raises(ConnectionError, match="has no workers"):  # EM's path too
                 Estimator(reports, "em", scheduler=where).marginal(list(reports.spec.domain.attrs)[:2])
         finally:

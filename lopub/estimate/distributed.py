@@ -76,9 +76,13 @@ def client(scheduler: str, workers: int | None = None) -> Any:
 
 def _connect(distributed: Any, scheduler: str) -> Any:
     """A client of the scheduler at ``scheduler``; a clear error within CONNECT_TIMEOUT when none answers."""
-    try:
+    from distributed.comm import get_address_host_port
+
+    try:  # no port, unknown scheme: checked before a client (and its event loop) is started
+        if not scheduler.startswith("inproc://"):  # an in-process cluster's address has no port
+            get_address_host_port(scheduler)
         return distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
-    except ValueError as exc:  # no port, unknown scheme: the address itself is wrong
+    except ValueError as exc:  # the address itself is wrong
         raise ValueError(f"scheduler ({scheduler!r}) is not a Dask scheduler address ({exc}); expected "
                          f"'local' or an address such as tcp://host:8786") from None
     except OSError as exc:  # refused, unknown host, timed out (TimeoutError is an OSError)
