@@ -86,7 +86,8 @@ def run_monitored(args: list[str], *, timeout: float | None = None, **tags) -> d
     elif proc.returncode != 0:
         raise RuntimeError(f"lopub {' '.join(args)} failed:\n{err[-3000:]}")
     else:
-        own, kids = (int(x) for x in err.rsplit("PEAK_KB", 1)[1].split())
+        # the two numbers after the marker; a Dask cluster may still log lines after it at exit
+        own, kids = (int(x) for x in err.rsplit("PEAK_KB", 1)[1].split()[:2])
         rep = json.loads(out)
         res |= {"ru_maxrss_mb": [round(own / 1024, 1), round(kids / 1024, 1)],
                 "report": {k: rep.get(k) for k in ("n", "method", "seconds", "edges", "estimator")}}
