@@ -1,6 +1,7 @@
 """The benchmark harness of pipelines/harness: verdicts, the grid runner, datasets, the naive baseline."""
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -241,3 +242,33 @@ def test_suite_bloom_max_d_zero_skips_bloom(monkeypatch, tmp_path):
     assert seen["skip"] and "above 0 attributes" in seen["skip"]
     suite.main(["--large", "--out", str(tmp_path / "r.csv")])  # the default keeps Bloom on 3 attributes
     assert seen["skip"] is None
+
+
+def _filled(d, eps, seed):
+    return {"tvd": 0.0, "filled": len(methods.truth(d).tables)}
+
+
+def test_truth_is_projected_once_and_equals_a_direct_projection(monkeypatch, fake):
+    from lopub.publish.evaluate import average_tvd
+
+    rng = np.random.default_rng(0)
+    dom = Domain.from_categories({f"x{j}": tuple("abc"[:2 + j % 2]) for j in range(5)})  # 10 pairs
+    data, other = (Dataset(rng.integers(0, 2, size=(500, 5)), dom) for _ in range(2))
+    direct = {p: data.project(list(p)).values for p in itertools.combinations(dom.attrs, 2)}
+    direct_score = average_tvd(data, other, 2)["mean"]
+    methods.truth(data).fill()
+    calls = []
+    real = Dataset.project
+    for name in ("project", "marginal"):
+        monkeypatch.setattr(Dataset, name, lambda self, attrs: calls.append(self) or real(self, attrs))
+    for p, v in direct.items():
+        np.testing.assert_array_equal(methods.truth(data).marginal(p).values, v)
+    assert methods.score(data, other) == direct_score
+    methods.pairs_naive(data, 2.0, 0)
+    methods.central_tables(data, 2.0, 0)
+    assert methods.per_set_tvd(data, methods.pair_reports(data, 2.0, 0)) > 0
+    assert not [c for c in calls if c is data]  # every score above read the cached pairs
+    assert methods.truth(other).data is other and methods.truth(other).tables == {}  # another dataset
+    monkeypatch.setitem(runner.METHODS, "fake-m", _filled)  # the runner fills the pairs before it forks
+    rows = runner.run(runner.Grid({"fake": None}, ["fake-m"], (1.0,), (0,), timeout=30.0), log=lambda s: None)
+    assert rows[0]["status"] == "ok" and '"filled": 1' in rows[0]["extra"]  # the fake data's one pair
