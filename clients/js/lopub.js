@@ -233,15 +233,46 @@ export async function request(url, init, what, { retries = 3, sleep = (s) => new
       } catch {
         // not JSON: the text as it came
       }
-      throw new Error(`${what}: ${r.status}${tried} ${detail}`);
+      const err = new Error(`${what}: ${r.status}${tried} ${detail}`);
+      err.status = r.status;
+      throw err;
     }
     await sleep(wait);
   }
 }
 
 /**
+ * POST one report `body` (from makeReport). A request that got no HTTP answer (fetch rejected:
+ * connection lost; the service may have stored it) is sent again as it was, same token and same
+ * randomized report, up to `retries` more times (1, 2, 4 ... s apart): never a new randomization of
+ * the same answers, which would cost the person epsilon a second time. A 409 (token already used)
+ * after such an attempt, or for a body `sentBefore` without an answer, means an earlier attempt was
+ * stored: {stored: 1}. When no attempt gets an answer the error has `pending: true`: send the same
+ * body again later (the survey page does).
+ */
+export async function sendReport(url, body, { retries = 3, sleep = (s) => new Promise((r) => setTimeout(r, 1000 * s)), sentBefore = false } = {}) {
+  const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  let lost = null;
+  for (let attempt = 0; attempt <= retries; attempt++) {
+    if (attempt) await sleep(Math.min(2 ** (attempt - 1), MAX_WAIT));
+    try {
+      return await request(url, init, 'report', { retries, sleep });
+    } catch (err) {
+      if (err.status === undefined) { lost = err; continue; } // no HTTP answer: send the same body again
+      if (err.status === 409 && (lost !== null || sentBefore)) return { stored: 1 };
+      throw err;
+    }
+  }
+  const err = new Error(`report: no answer after ${retries + 1} attempts (${lost && lost.message}); `
+    + 'it may or may not be stored: send the same body again, never a new randomization of the same answers');
+  err.pending = true;
+  throw err;
+}
+
+/**
  * Check the answers, enrol, randomize on this device, send. Only the randomized report leaves the device.
- * `options.retries` (default 3): attempts after HTTP 429 / 503, honouring Retry-After (at most MAX_WAIT s).
+ * `options.retries` (default 3): attempts after HTTP 429 / 503, honouring Retry-After (at most MAX_WAIT s),
+ * and after a report request that got no answer (the same body again: sendReport).
  */
 export async function submit(baseUrl, name, answers, options = {}) {
   const api = `${baseUrl.replace(/\/$/, '')}/api/c/${encodeURIComponent(name)}`;
@@ -249,7 +280,5 @@ export async function submit(baseUrl, name, answers, options = {}) {
   checkAnswers(desc, answers); // before enrolling: no token spent on answers that cannot be sent
   const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol', options);
   const body = makeReport(desc, enrol, answers);
-  return request(`${api}/report`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-  }, 'report', options);
+  return sendReport(`${api}/report`, body, options); // a lost answer: the same body again
 }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import http.client
 import json
 import math
 import time
@@ -32,6 +33,16 @@ from lopub.serve.protocol import Collection
 #: nothing was stored, so the same token may be sent again)
 RETRY_STATUS = (429, 503)
 MAX_WAIT = 30.0  # seconds: the longest Retry-After honoured before giving up
+#: what a request that may or may not have reached the service raises (no HTTP status came back)
+TRANSPORT_ERRORS = (urllib.error.URLError, http.client.HTTPException, OSError)
+
+
+class ServiceError(ValueError):
+    """An HTTP error status from the service; ``status`` is the code."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _request(url: str, body: Any = None, headers: Mapping[str, str] | None = None,
@@ -51,7 +62,7 @@ def _request(url: str, body: Any = None, headers: Mapping[str, str] | None = Non
             wait = _retry_after(exc.headers.get("retry-after") if exc.headers else None, attempt)
             if exc.code not in RETRY_STATUS or attempt == retries or wait is None:
                 tried = f" (after {attempt + 1} attempts)" if attempt else ""
-                raise ValueError(f"{url}: HTTP {exc.code}{tried}: {detail}") from None
+                raise ServiceError(f"{url}: HTTP {exc.code}{tried}: {detail}", exc.code) from None
         time.sleep(wait)
     raise AssertionError("unreachable")
 
@@ -105,6 +116,9 @@ class DeviceClient:
                   else CollectionSpec.from_dict(desc["spec"]))
         self.collection = Collection(name, params)
         self.privacy = desc["privacy"]
+        #: ``(answers, request body)`` of a report whose sending failed without an answer from the
+        #: service: the next :meth:`submit` of the same answers sends this body again (:meth:`submit`)
+        self.pending: tuple[dict[str, str], dict] | None = None
 
     def make_report(self, enrolment: Mapping[str, Any], answers: Mapping[str, str]) -> dict:
         """The request body for ``answers`` ({attribute: label}), randomized by
@@ -140,11 +154,59 @@ class DeviceClient:
 
         Every answer is checked against the questions before enrolling (no token is spent
         on answers that cannot be sent), also those outside the subset this device reports.
+
+        One randomization per report: a report whose request failed without an HTTP answer
+        (connection lost, timeout: the service may have stored it) is sent again as it was,
+        same token and same randomized report, up to ``retries`` more times; a 409 (token
+        used) then means an earlier attempt was stored, and the answer is ``{"stored": 1}``.
+        If every attempt fails, the body is kept (:attr:`pending`) and the next ``submit`` of
+        the same answers sends it again instead of enrolling and randomizing anew: a second
+        randomization of the same answers would cost the person epsilon a second time.
         """
-        check_answers(self.collection.params.domain, answers)
-        enrolment = _request(f"{self.api}/enrol", {} if user_id is None else {"user_id": user_id},
-                             retries=self.retries)
-        return _request(f"{self.api}/report", self.make_report(enrolment, answers), retries=self.retries)
+        answers = check_answers(self.collection.params.domain, answers)
+        pending = self.pending
+        resend = pending is not None and pending[0] == answers
+        if pending is not None and resend:
+            body = pending[1]
+        else:
+            enrolment = _request(f"{self.api}/enrol", {} if user_id is None else {"user_id": user_id},
+                                 retries=self.retries)
+            body = self.make_report(enrolment, answers)
+        self.pending = (answers, body)
+        try:
+            out = send_report(f"{self.api}/report", body, self.retries, sent_before=resend)
+        except ServiceError as exc:
+            if exc.status not in RETRY_STATUS:  # refused, nothing stored: this body is done with
+                self.pending = None
+            raise
+        self.pending = None
+        return out
+
+
+def send_report(url: str, body: dict, retries: int = 3, *, sent_before: bool = False) -> dict:
+    """POST one report ``body``; after an attempt that got no HTTP answer (connection lost,
+    timeout), the same body again, up to ``retries`` more times (1, 2, 4 ... s apart).  A 409
+    (token already used) after such an attempt, or for a body ``sent_before`` without an answer,
+    means that attempt was stored: ``{"stored": 1}``.
+
+    Raises :class:`ServiceError` for an HTTP error status, ``ConnectionError`` naming the URL
+    when no attempt got an answer.
+    """
+    lost: BaseException | None = None
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(float(min(2 ** (attempt - 1), MAX_WAIT)))
+        try:
+            return _request(url, body, retries=retries)
+        except ServiceError as exc:
+            if (lost is not None or sent_before) and exc.status == 409:  # an earlier attempt was stored
+                return {"stored": 1}
+            raise
+        except TRANSPORT_ERRORS as exc:
+            lost = exc
+    raise ConnectionError(f"{url}: no answer after {retries + 1} attempts ({lost}); the report may or may "
+                          "not be stored: send the same body again (DeviceClient.submit does), never a "
+                          "new randomization of the same answers") from None
 
 
 def check_answers(domain: Any, answers: Any) -> dict[str, str]:

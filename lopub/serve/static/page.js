@@ -1,6 +1,6 @@
 // The survey page: builds the questions from the public description, randomizes the
 // answers on this device with lopub.js and sends only the randomized report.
-import { checkAnswers, makeReport, request } from '/js/lopub.js';
+import { checkAnswers, makeReport, request, sendReport } from '/js/lopub.js';
 
 const name = document.body.dataset.collection;
 const api = `/api/c/${encodeURIComponent(name)}`;
@@ -34,21 +34,28 @@ async function main() {
   for (const [attr, labels] of Object.entries(desc.questions)) box.append(question(attr, labels));
   // the handler first, then the button: a submit without it would be the browser's own, a GET
   // carrying the true answers in its URL
+  // a report whose sending got no answer (it may be stored): sent again as it is when the same
+  // answers are sent again, never randomized anew (a second randomization spends epsilon twice)
+  let pending = null;
   $('survey').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     $('send').disabled = true;
     const answers = Object.fromEntries(new FormData($('survey')).entries());
+    const key = JSON.stringify(Object.keys(desc.questions).map((a) => answers[a]));
     try {
       checkAnswers(desc, answers); // before enrolling: no token spent on an incomplete form
-      // request() tries again after 429 / 503 (rate limit, store unavailable), honouring Retry-After
-      const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol');
-      const body = makeReport(desc, enrol, answers);
-      await request(`${api}/report`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-      }, 'report');
+      const resend = pending !== null && pending.key === key;
+      if (!resend) {
+        // request() tries again after 429 / 503 (rate limit, store unavailable), honouring Retry-After
+        const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol');
+        pending = { key, body: makeReport(desc, enrol, answers) };
+      }
+      await sendReport(`${api}/report`, pending.body, { sentBefore: resend });
+      pending = null;
       $('status').textContent = 'Thank you: your randomized report was stored.';
       await refreshCount();
     } catch (e) {
+      if (e.status !== undefined && ![429, 503].includes(e.status)) pending = null; // refused: nothing stored
       $('status').textContent = `Not sent: ${e.message}`;
       $('send').disabled = false;
     }

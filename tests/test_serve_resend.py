@@ -1,0 +1,116 @@
+"""One randomization per report on the serve path (privacy audit, session 38).
+
+A report request can reach the service, be stored, and lose its answer (connection reset,
+timeout).  A device that then enrols and randomizes again sends a second, independent
+randomization of the same answers (another subset, too): two stored reports of one person,
+epsilon spent twice while the page and the description say epsilon.  The device clients send
+the same body again instead (same token, same randomized report); the single-use token makes
+the service store it once, and a 409 on the resend means the first attempt was stored.
+"""
+from __future__ import annotations
+
+import email.message
+import io
+import urllib.error
+import urllib.parse
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+from starlette.testclient import TestClient  # noqa: E402
+
+from lopub import Attribute, CollectionSpec, Domain  # noqa: E402
+from lopub.collect import MarginalPlan  # noqa: E402
+from lopub.serve import client as mod  # noqa: E402
+from lopub.serve.app import ServeConfig, build_app  # noqa: E402
+from lopub.serve.protocol import Collection  # noqa: E402
+from lopub.serve.storage import SQLiteStore  # noqa: E402
+
+DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"]),
+                 Attribute("region", ["north", "south", "east", "west"])])
+PLANS = {"plan": MarginalPlan(DOMAIN, (("smoker", "age"), ("age", "region"), ("region",)), 2.0),
+         "spec": CollectionSpec.from_domain(DOMAIN, epsilon=2.0)}
+ANSWERS = {"smoker": "no", "age": ">60", "region": "east"}
+
+
+class _Reply:
+    def __init__(self, body):
+        self.body = body
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read(self):
+        return self.body
+
+
+@pytest.fixture(params=sorted(PLANS))
+def served(request, tmp_path, monkeypatch):
+    """A DeviceClient over the in-process service; ``net["lose"]``: how many more report
+    requests reach the service and then lose their answer (``net["down"]``: never reach it)."""
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    cfg = ServeConfig({"m": Collection("m", PLANS[request.param])}, store, b"s" * 64, rate=1e6, burst=1e6)
+    net = {"lose": 0, "down": 0, "reports": []}
+    with TestClient(build_app(cfg)) as http:
+        def urlopen(req, timeout=None):
+            path = urllib.parse.urlsplit(req.full_url).path
+            is_report = path.endswith("/report")
+            if is_report and net["down"]:
+                net["down"] -= 1
+                raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+            if is_report:
+                net["reports"].append(req.data)
+            r = http.request(req.get_method(), path, content=req.data,
+                             headers={"content-type": "application/json"})
+            if is_report and net["lose"]:
+                net["lose"] -= 1
+                raise TimeoutError("timed out")  # the service answered; the answer never came back
+            if r.status_code >= 400:
+                raise urllib.error.HTTPError(req.full_url, r.status_code, "error", email.message.Message(),
+                                             io.BytesIO(r.content))
+            return _Reply(r.content)
+
+        monkeypatch.setattr(mod.urllib.request, "urlopen", urlopen)
+        monkeypatch.setattr(mod.time, "sleep", lambda s: None)
+        yield mod.DeviceClient("http://x", "m"), store, net
+
+
+def _submit_as_a_user_would(dc):
+    """``submit``, and once more after an error (what a person does when told it failed)."""
+    try:
+        return dc.submit(ANSWERS)
+    except Exception:
+        return dc.submit(ANSWERS)
+
+
+def test_a_lost_answer_is_resent_as_the_same_report_and_stored_once(served):
+    dc, store, net = served
+    net["lose"] = 1  # stored by the service, answer lost on the way back
+    assert _submit_as_a_user_would(dc) == {"stored": 1}
+    assert store.count("m") == 1  # was 2: a second enrolment and randomization after the error
+    assert len(net["reports"]) == 2 and len(set(net["reports"])) == 1  # one randomization, sent twice
+    assert dc.pending is None
+
+
+def test_a_report_that_never_got_through_is_kept_and_resent_by_the_next_submit(served):
+    dc, store, net = served
+    net["down"] = dc.retries + 1  # every attempt of the first submit fails
+    with pytest.raises(ConnectionError, match=r"/api/c/m/report: no answer after 4 attempts.*same body"):
+        dc.submit(ANSWERS)
+    assert dc.pending is not None and store.count("m") == 0
+    assert dc.submit(ANSWERS) == {"stored": 1}
+    assert store.count("m") == 1 and len(net["reports"]) == 1
+
+
+def test_a_pending_report_the_service_stored_answers_stored_on_the_next_submit(served):
+    dc, store, net = served
+    net["lose"] = dc.retries + 1  # every attempt reaches the service; no answer comes back
+    with pytest.raises(ConnectionError, match="may or may not be stored"):
+        dc.submit(ANSWERS)
+    assert store.count("m") == 1
+    assert dc.submit(ANSWERS) == {"stored": 1}  # the resend's 409: the first attempt was stored
+    assert store.count("m") == 1 and len(set(net["reports"])) == 1 and dc.pending is None
