@@ -372,7 +372,7 @@ def _register_encode(sub: Any) -> None:
     e.add_argument("--domain", help="domain JSON (the public schema); with --append to an existing dataset, default: the dataset's")
     e.add_argument("--out", required=True, help="reports file (.parquet; lopub-reports v1) or dataset folder (a name without suffix, or ending in /; created, or grown with --append)")
     e.add_argument("--append", action="store_true", help="add this batch as a new part of the dataset folder --out (created if missing); the spec must equal the dataset's, and when no spec option is given the dataset's is used")
-    e.add_argument("--seed", type=seed_arg, help="seed for simulation; omitted = OS entropy")
+    e.add_argument("--seed", type=seed_arg, help="seed of a reproducible simulation (whoever knows it can redo the randomization: not for a release to publish); omitted = OS entropy")
     e.add_argument("--json", action="store_true")
     add_spec_options(e)
     add_na_values(e)

@@ -324,7 +324,7 @@ def _register_collect(subparsers: Any) -> None:
     c.add_argument("--out", required=True, help="reports file to write: .npz for marginal sampling, one "
                    "attribute per user and frequency oracles, .parquet for Bloom reports (when auto "
                    "picks Bloom, an .npz name is written as .parquet beside it, with a warning)")
-    c.add_argument("--seed", type=seed_arg, help="seed for simulation; omitted = OS entropy")
+    c.add_argument("--seed", type=seed_arg, help="seed of a reproducible simulation (whoever knows it can redo the randomization: not for a release to publish); omitted = OS entropy")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     add_na_values(c)
     add_missing(c)
