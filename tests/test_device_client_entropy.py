@@ -138,3 +138,20 @@ def test_an_enrolment_naming_no_subset_of_the_plan_is_refused(monkeypatch, subse
     dc = _client(monkeypatch, PLAN)
     with pytest.raises(ValueError, match=rf"enrolment subset \({subset!r}\) must be an integer in \[0, 4\]"):
         dc.make_report({"token": "t", "subset": subset}, _answers())
+
+
+def test_privacy_statement_is_the_clients_own_not_the_services_text(monkeypatch):
+    """The statement a device shows is made from the epsilon its randomizers are derived from (the
+    plan's, or the spec's f and h), not taken from the service's description, which the collector
+    words: a description claiming epsilon 0.1 for a plan at 1.5 does not make the device say 0.1."""
+    from lopub.collect import privacy_statement
+    from lopub.serve import client as mod
+
+    for params in (PLAN, SPEC):
+        desc = Collection("v", params).describe()
+        honest = desc["privacy"]
+        desc["privacy"] = privacy_statement(0.1)[0]
+        monkeypatch.setattr(mod, "_request", lambda url, body=None, headers=None, timeout=30.0, retries=0:
+                            desc)
+        dc = mod.DeviceClient("http://x", "v")
+        assert dc.privacy == honest and f"epsilon = {Collection('v', params).epsilon:g} " in dc.privacy

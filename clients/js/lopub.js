@@ -181,11 +181,52 @@ export function checkAnswers(desc, answers) {
   if (missing.length) throw new RangeError(`answers is missing ${JSON.stringify(missing)}; every question needs an answer`);
 }
 
+/** The exact LDP level of a subset's randomizer as the device runs it from its parameters `o`. */
+export function oracleLevel(o) {
+  const ln = Math.log;
+  const { p, q } = o;
+  if (o.oracle === 'grr' || o.oracle === 'olh') { // keep w.p. p, else one of the other n - 1 uniformly
+    const n = o.oracle === 'grr' ? o.k : o.g;
+    return Math.abs(ln(p) - ln((1 - p) / (n - 1)));
+  }
+  if (o.oracle === 'oue') return Math.abs(ln(p) + ln(1 - q) - ln(1 - p) - ln(q)); // own bit p, others q
+  return Infinity;
+}
+
+/**
+ * Check that what the device would run from `desc` is no less private than the epsilon `desc`
+ * states: every subset oracle's level (oracleLevel), or a Bloom spec's sum_j 2 h_j ln((2 - f)/f),
+ * at most desc.epsilon, which must be the plan's; each oracle's k the subset's number of cells.
+ * A description that fails (a p of 1 would send the true value) throws a RangeError naming it.
+ */
+export function checkDescription(desc) {
+  const eps = desc.epsilon;
+  const bad = (what) => { throw new RangeError(`collection ${desc.name}: ${what}; refusing to randomize with it`); };
+  if (!(typeof eps === 'number' && eps > 0 && Number.isFinite(eps))) bad(`epsilon (${eps}) must be a finite number > 0`);
+  const slack = eps * (1 + 1e-9);
+  if (desc.kind === 'bloom') {
+    const { f, h } = desc.spec;
+    if (!(f > 0 && f < 2) || !Array.isArray(h) || h.length !== desc.spec.domain.attributes.length) bad(`spec f (${f}) or h (${h}) is malformed`);
+    const level = h.reduce((s, hj) => s + 2 * hj * Math.abs(Math.log(1 - f / 2) - Math.log(f / 2)), 0);
+    if (!(level <= slack)) bad(`its Bloom reports (f ${f}, h ${JSON.stringify(h)}) are ${level}-LDP, not the stated epsilon ${eps}`);
+    return;
+  }
+  if (desc.plan.epsilon !== eps) bad(`epsilon (${eps}) is not the plan's (${desc.plan.epsilon})`);
+  desc.plan.subsets.forEach((subset, i) => {
+    const o = desc.subset_oracles[i] ?? {};
+    const cells = subset.reduce((n, a) => n * (desc.questions[a] ?? []).length, 1);
+    if (o.oracle !== desc.plan.oracles[i] || o.k !== Math.max(2, cells)) bad(`subset ${i} oracle ${o.oracle} with k ${o.k} is not the plan's ${desc.plan.oracles[i]} over ${cells} cells`);
+    const level = oracleLevel(o);
+    if (!(level <= slack)) bad(`subset ${i} (${o.oracle}, p ${o.p}, q ${o.q}${o.g ? `, g ${o.g}` : ''}) is ${level}-LDP, not the stated epsilon ${eps}`);
+  });
+}
+
 /**
  * Randomize `answers` ({attribute: label}) for the collection `desc` (GET /api/c/NAME) with
  * token info `enrol` (POST .../enrol) and return the request body of POST .../report.
  * The answers are checked first (checkAnswers); an enrolment under another plan than `desc`'s
- * (the service changed its plan since `desc` was read) throws an Error: reload the description.
+ * (the service changed its plan since `desc` was read) throws an Error: reload the description;
+ * randomizer parameters less private than the epsilon `desc` states throw a RangeError (checkDescription).
  */
 export function makeReport(desc, enrol, answers, src = new WordSource()) {
   checkAnswers(desc, answers);
@@ -193,6 +234,7 @@ export function makeReport(desc, enrol, answers, src = new WordSource()) {
     throw new Error(`enrolment plan_id (${JSON.stringify(enrol.plan_id)}) must be the plan this page read `
       + `(${JSON.stringify(desc.plan_id)}): collection ${desc.name} changed its plan (another epsilon or subsets); reload`);
   }
+  checkDescription(desc); // never randomize with parameters weaker than the epsilon stated
   if (desc.kind === 'bloom') return { token: enrol.token, report: bloomReport(desc.spec, answers, src) };
   return { token: enrol.token, subset: enrol.subset, report: marginalReport(desc, enrol.subset, answers, src) };
 }
@@ -278,6 +320,7 @@ export async function submit(baseUrl, name, answers, options = {}) {
   const api = `${baseUrl.replace(/\/$/, '')}/api/c/${encodeURIComponent(name)}`;
   const desc = await request(api, undefined, 'collection', options);
   checkAnswers(desc, answers); // before enrolling: no token spent on answers that cannot be sent
+  checkDescription(desc); // nor on a description whose randomizers are weaker than its epsilon
   const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol', options);
   const body = makeReport(desc, enrol, answers);
   return sendReport(`${api}/report`, body, options); // a lost answer: the same body again

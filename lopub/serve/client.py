@@ -115,7 +115,12 @@ class DeviceClient:
         params = (MarginalPlan.from_dict(desc["plan"]) if desc["kind"] == "marginal"
                   else CollectionSpec.from_dict(desc["spec"]))
         self.collection = Collection(name, params)
-        self.privacy = desc["privacy"]
+        from lopub.collect import privacy_statement
+
+        #: the privacy statement of the randomization this client runs: made here from the plan's or
+        #: spec's own epsilon (the oracles' p, q, g and the flip probability are derived from it here
+        #: too), never the service's text, which a collector could word as it likes
+        self.privacy = privacy_statement(self.collection.epsilon)[0]
         #: ``(answers, request body)`` of a report whose sending failed without an answer from the
         #: service: the next :meth:`submit` of the same answers sends this body again (:meth:`submit`)
         self.pending: tuple[dict[str, str], dict] | None = None
