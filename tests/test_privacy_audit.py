@@ -120,3 +120,39 @@ def test_a_whole_record_under_spl_or_smp_meets_the_budget_per_record(name, solut
         perm = [np.where(np.eye(o.k, dtype=bool), o.p1, o.q1) if name == "l-grr"
                 else ue_output_matrix(o.k, o.p1, o.q1) for o in scheme.oracles]
         assert level(perm) == pytest.approx(eps, rel=1e-9)
+
+
+def _spy_phases(monkeypatch):
+    """Record the rows every phase of a collection draws from the data owner's records."""
+    from lopub.data.dataset import Dataset
+
+    taken: list[np.ndarray] = []
+    original = Dataset.subset
+
+    def subset(self, rows):
+        taken.append(np.asarray(rows))
+        return original(self, rows)
+    monkeypatch.setattr(Dataset, "subset", subset)
+    return taken
+
+
+@pytest.mark.parametrize("sizes, n, eps, kind", [
+    ((3, 3, 4, 2, 3, 5), 30000, 2.0, "TwoPhasePlan"),
+    ((8, 9, 8, 16, 16, 7, 15, 6, 5, 2, 8, 8, 8, 42, 2), 32561, 8.0, "DetectPlan"),
+])
+def test_every_user_reports_in_exactly_one_phase_of_an_auto_collection(monkeypatch, sizes, n, eps, kind):
+    """``collect(..., protocol="auto")`` with a screen: the rows of the phases are disjoint and cover
+    every record once (a user in both phases would have spent epsilon twice)."""
+    from lopub.collect import collect
+    from lopub.data.dataset import Dataset
+
+    dom = _domain(sizes)
+    rng = np.random.default_rng(11)
+    data = Dataset(np.column_stack([rng.integers(0, k, n) for k in sizes]), dom)
+    assert type(plan(dom, n, eps).two_phase).__name__ == kind
+    taken = _spy_phases(monkeypatch)
+    reports, _ = collect(data, eps, protocol="auto")
+    rows = np.concatenate(taken)
+    assert len(taken) == 2 and rows.size == n and np.unique(rows).size == n  # disjoint, all of them
+    params = reports.plan if hasattr(reports, "plan") else reports.spec  # marginal or Bloom main phase
+    assert params.epsilon == pytest.approx(eps, rel=1e-12)
