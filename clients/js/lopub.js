@@ -206,7 +206,8 @@ export function checkDescription(desc) {
   const slack = eps * (1 + 1e-9);
   if (desc.kind === 'bloom') {
     const { f, h } = desc.spec;
-    if (!(f > 0 && f < 2) || !Array.isArray(h) || h.length !== desc.spec.domain.attributes.length) bad(`spec f (${f}) or h (${h}) is malformed`);
+    if (!(f > 0 && f < 2) || !Array.isArray(h) || h.length !== desc.spec.domain.attributes.length
+      || !h.every((hj) => Number.isInteger(hj) && hj >= 1)) bad(`spec f (${f}) or h (${JSON.stringify(h)}) is malformed`);
     const level = h.reduce((s, hj) => s + 2 * hj * Math.abs(Math.log(1 - f / 2) - Math.log(f / 2)), 0);
     if (!(level <= slack)) bad(`its Bloom reports (f ${f}, h ${JSON.stringify(h)}) are ${level}-LDP, not the stated epsilon ${eps}`);
     return;
@@ -215,6 +216,7 @@ export function checkDescription(desc) {
   desc.plan.subsets.forEach((subset, i) => {
     const o = desc.subset_oracles[i] ?? {};
     const cells = subset.reduce((n, a) => n * (desc.questions[a] ?? []).length, 1);
+    if (o.oracle === 'olh' && !(Number.isInteger(o.g) && o.g >= 2)) bad(`subset ${i} olh g (${o.g}) must be an integer >= 2`);
     if (o.oracle !== desc.plan.oracles[i] || o.k !== Math.max(2, cells)) bad(`subset ${i} oracle ${o.oracle} with k ${o.k} is not the plan's ${desc.plan.oracles[i]} over ${cells} cells`);
     const level = oracleLevel(o);
     if (!(level <= slack)) bad(`subset ${i} (${o.oracle}, p ${o.p}, q ${o.q}${o.g ? `, g ${o.g}` : ''}) is ${level}-LDP, not the stated epsilon ${eps}`);

@@ -36,6 +36,7 @@ test('a description weaker than its stated epsilon is refused before any random 
     [tampered((d) => { d.subset_oracles[2].p = 0.9; }), /subset 2 \(olh, p 0\.9, q 0\.2, g 5\)/, 2],
     [tampered((d) => { d.subset_oracles[0].k = 4; }), /subset 0 oracle grr with k 4 is not the plan's grr over 6 cells/, 0],
     [tampered((d) => { d.epsilon = 0.5; }), /epsilon \(0\.5\) is not the plan's \(1\.5\)/, 0],
+    [tampered((d) => { d.subset_oracles[2].g = 1.5; }), /subset 2 olh g \(1\.5\) must be an integer >= 2/, 2],
   ];
   for (const [desc, message, subset] of cases) {
     const src = new WordSource([]); // any draw would throw 'ran out'
@@ -48,6 +49,9 @@ test('a description weaker than its stated epsilon is refused before any random 
   const a = Object.fromEntries(bloom.spec.domain.attributes.map((x) => [x.name, String(x.categories[0])]));
   assert.throws(() => makeReport(bloom, { token: 't', plan_id: bloom.plan_id }, a),
     /its Bloom reports \(f 1e-9, .*\) are .*-LDP, not the stated epsilon 2\.99/);
+  const half = copy(V.bloom_description);
+  half.spec.h = half.spec.h.map(() => 0.5); // one position is hashed, half of one would be counted
+  assert.throws(() => makeReport(half, { token: 't', plan_id: half.plan_id }, a), /spec f .* or h \(\[0\.5,0\.5,0\.5,0\.5\]\) is malformed/);
   const calls = [];
   const saved = globalThis.fetch;
   globalThis.fetch = async (url) => { calls.push(url); return { ok: true, json: async () => cases[0][0] }; };
