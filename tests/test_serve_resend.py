@@ -114,3 +114,27 @@ def test_a_pending_report_the_service_stored_answers_stored_on_the_next_submit(s
     assert store.count("m") == 1
     assert dc.submit(ANSWERS) == {"stored": 1}  # the resend's 409: the first attempt was stored
     assert store.count("m") == 1 and len(set(net["reports"])) == 1 and dc.pending is None
+
+
+def test_an_expired_token_whose_report_was_stored_is_answered_used_not_expired(tmp_path, monkeypatch):
+    """A device may resend a report whose answer it lost after its token expired (the body is kept
+    until it gets an answer).  Answered "expired" (422: nothing stored), the device would take the
+    report for lost and randomize anew: 409, already used, is the truth; an unused expired token is
+    still refused as expired."""
+    from lopub.serve import tokens
+
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    cfg = ServeConfig({"m": Collection("m", PLANS["plan"])}, store, b"s" * 64, rate=1e6, burst=1e6,
+                      token_ttl=60.0)
+    with TestClient(build_app(cfg)) as http:
+        stored, unused = (http.post("/api/c/m/enrol").json() for _ in range(2))
+        body = {"token": stored["token"], "subset": stored["subset"], "report": 0}
+        assert http.post("/api/c/m/report", json=body).status_code == 201
+        later = tokens.time.time() + 3600.0
+        monkeypatch.setattr(tokens.time, "time", lambda: later)
+        again = http.post("/api/c/m/report", json=body)
+        assert again.status_code == 409 and "already used" in again.json()["error"]  # was 422, expired
+        fresh = http.post("/api/c/m/report", json={"token": unused["token"], "subset": unused["subset"],
+                                                   "report": 0})
+        assert fresh.status_code == 422 and "expired" in fresh.json()["error"]
+        assert store.count("m") == 1

@@ -62,6 +62,8 @@ def _check_store(store):
     assert first == [[True, False]]  # the same token twice in one write: the first counts
     assert store.write([("m", [nonce], [0], [b"\0" * 8])]) == [[False]]
     assert store.count("m") == 3001
+    assert store.used("m", [secrets.token_bytes(16), nonce]) == [False, True]  # expired-token resends
+    assert store.used("other", [nonce]) == [False] and store.used("m", []) == []
     got_subsets, payloads = store.fetch("m")
     assert np.array_equal(np.bincount(got_subsets, minlength=3), np.bincount(subsets, minlength=3)
                           + np.array([1, 0, 0]))

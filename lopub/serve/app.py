@@ -48,6 +48,7 @@ from lopub.serve.storage import GroupWriter, Store
 log = logging.getLogger("lopub.serve")
 STATIC = Path(__file__).with_name("static")
 JS_FILES = ("lopub.js", "blake2b.js")
+USED = "token was already used (one report per token)"
 
 
 class RateLimit:
@@ -204,6 +205,10 @@ class Service:
         """Tokens and reports of a batch checked (vectorized): nonces, subsets, payloads, errors."""
         toks = [it.get("token") if isinstance(it, dict) else None for it in items]
         nonces, subsets, errors = tokens.verify_many(self.cfg.secret, toks, c.name, c.params_id)
+        expired = [i for i, e in errors.items() if isinstance(e, tokens.Expired)]
+        if expired:  # a stored report's token stays "used" after it expires: a resend is told so
+            used = self.cfg.store.used(c.name, [cast(tokens.Expired, errors[i]).nonce for i in expired])
+            errors.update({i: USED for i, u in zip(expired, used) if u})
         if c.kind == "bloom":
             subsets = np.where(subsets == -1, 0, subsets)
         payloads, bad = c.validate(items, subsets)
@@ -228,7 +233,7 @@ class Service:
                                retry_after=1) from None
         for i, ok in zip(keep, accepted):
             if not ok:
-                errors[i] = "token was already used (one report per token)"
+                errors[i] = USED
         refused = [{"index": i, "error": errors[i]} for i in sorted(errors)]
         return int(sum(accepted)), refused
 

@@ -174,6 +174,17 @@ class Store:
                               rows)
         return accepted
 
+    def used(self, collection: str, nonces: Sequence[bytes]) -> list[bool]:
+        """Whether each nonce's token was used (its report stored) in ``collection``."""
+        seen: set[bytes] = set()
+        ph = self.param
+        for start in range(0, len(nonces), _CHUNK):  # chunks of tokens, one statement each
+            part = list(nonces[start:start + _CHUNK])
+            rows = self._execute(f"SELECT nonce FROM used_tokens WHERE collection = {ph} AND nonce IN "
+                                 f"({','.join([ph] * len(part))})", [collection, *part])
+            seen.update(bytes(r[0]) for r in rows)
+        return [bytes(n) in seen for n in nonces]
+
     def count(self, collection: str) -> int:
         """Reports stored for ``collection``."""
         if not self._has_table("reports"):
@@ -275,6 +286,10 @@ class SQLiteStore(Store):
         with self._lock:
             return super().count(collection)
 
+    def used(self, collection: str, nonces: Sequence[bytes]) -> list[bool]:
+        with self._lock:
+            return super().used(collection, nonces)
+
     def fetch(self, collection: str) -> tuple[np.ndarray, list[bytes]]:
         with self._lock:
             return super().fetch(collection)
@@ -340,6 +355,12 @@ class PostgresStore(Store):
     def count(self, collection: str) -> int:
         with self._lock:
             out = super().count(collection)
+            self._db.commit()
+            return out
+
+    def used(self, collection: str, nonces: Sequence[bytes]) -> list[bool]:
+        with self._lock:
+            out = super().used(collection, nonces)
             self._db.commit()
             return out
 

@@ -78,6 +78,18 @@ def issue(secret: bytes, collection: str, subset: int | None, ttl: float = 86400
     return _b64(body) + "." + _b64(hmac.digest(secret, body, hashlib.sha256)[:MAC_BYTES])
 
 
+class Expired(str):
+    """The refusal of an expired token, with its ``nonce``: the service answers "already used" for
+    an expired token whose report was stored (a device resending a report whose answer it lost)."""
+
+    nonce: bytes
+
+    def __new__(cls, message: str, nonce: bytes) -> "Expired":
+        out = super().__new__(cls, message)
+        out.nonce = nonce
+        return out
+
+
 def _check_one(secret: bytes, token: Any, collection: str, plan: str, now: float
                ) -> tuple[bytes, int] | str:
     """``(nonce, subset)`` of a valid token, else the reason it is refused."""
@@ -98,7 +110,7 @@ def _check_one(secret: bytes, token: Any, collection: str, plan: str, now: float
                 f"which is now served under plan {plan!r}: a report randomized for another plan "
                 "(its epsilon, its subsets) cannot be stored; fetch the description and enrol again")
     if claims["x"] < now:
-        return "token has expired; enrol again"
+        return Expired("token has expired; enrol again", bytes.fromhex(claims["n"]))
     return bytes.fromhex(claims["n"]), (-1 if claims["s"] is None else int(claims["s"]))
 
 
