@@ -7,8 +7,10 @@ integer data the edges are rounded up to integers, which keeps every value in
 its bin), and an empty interval is merged into its neighbour.  A point inside the range of the
 intervals moves the nearest interval edge onto it (``[30, 40)``, ``40``, ``(40, 45)``; an edge is
 added when no edge can move), so the bins are in numeric order.  A lowest or highest value
-holding at least 1 % of the rows and lying farther from the next value than the
-others span (a sentinel such as ``-999``) also gets a bin of its own, with a note.
+lying farther from the next value than the others span also gets a bin of its own, with a note:
+a sentinel such as ``-999`` when it holds at least 1 % of the rows, else an outlier (one income of
+10^9 among incomes up to 10^5), which would otherwise stretch the end bin across the gap, and a
+release draws within a bin, uniformly (a quarter of the records up to 10^9).
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from lopub.data.domain import Binning, _fmt
 
 #: a value holding at least this share of the rows (and 1/bins) is a point mass
 POINT_SHARE = 0.05
-#: a lowest or highest value this share of the rows, farther from the next value than the others
-#: span, is a sentinel (``-999``) with a bin of its own
+#: a lowest or highest value farther from the next value than the others span gets a bin of its own:
+#: a sentinel (``-999``) when it holds this share of the rows, else an outlier
 SENTINEL_SHARE = 0.01
 
 
@@ -51,7 +53,7 @@ def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list
     uniq, counts = np.unique(x, return_counts=True)
     share = counts / x.size
     points = uniq[share >= max(1.0 / max(bins, 1), POINT_SHARE)]
-    far = _sentinels(uniq, share)
+    far = _sentinels(uniq)
     points = np.union1d(points, far)
     rest = x[~np.isin(x, points)]
     if np.unique(rest).size < 2:
@@ -60,9 +62,7 @@ def numeric_binning(values: np.ndarray, bins: int) -> tuple[Binning | None, list
     if np.all(x == np.round(x)):  # integers: integer edges hold the same integers ([57.5, 60) = [58, 60))
         edges = np.ceil(edges)
     edges, points = _drop_empty(_at_points(np.unique(edges), points), x, points)
-    notes = [f"{_fmt(p)} is {100 * s:.1f}% of the rows: a bin of its own" + (
-             " (far from every other value: if it codes a missing value, read it as missing: "
-             "--na-values with the value as written in the file)" if p in far else "")
+    notes = [f"{_fmt(p)} is {100 * s:.1f}% of the rows: a bin of its own" + _far_note(s) * (p in far)
              for p, s in zip(points, share[np.isin(uniq, points)])]
     return Binning(tuple(edges), tuple(points)), notes + ["quantile bins (inferred from the data)"]
 
@@ -89,17 +89,28 @@ def _at_points(grid: np.ndarray, points: np.ndarray) -> list[float]:
     return edges
 
 
-def _sentinels(uniq: np.ndarray, share: np.ndarray) -> np.ndarray:
-    """The lowest or highest distinct value when it holds at least :data:`SENTINEL_SHARE` of the
-    rows and lies farther from the next value than the other values span (-999 below heights
-    of 140 to 200): a sentinel, whose quantile bin would span an empty gap."""
-    out = []
-    if uniq.size >= 3:
-        if share[0] >= SENTINEL_SHARE and uniq[1] - uniq[0] > uniq[-1] - uniq[1]:
-            out.append(uniq[0])
-        if share[-1] >= SENTINEL_SHARE and uniq[-1] - uniq[-2] > uniq[-2] - uniq[0]:
-            out.append(uniq[-1])
-    return np.asarray(out, dtype=float)
+def _far_note(share: float) -> str:
+    """The note's reason for a far value's bin: a sentinel (:data:`SENTINEL_SHARE` of the rows or
+    more) may code a missing value; a rarer one is an outlier."""
+    if share >= SENTINEL_SHARE:
+        return (" (far from every other value: if it codes a missing value, read it as missing: "
+                "--na-values with the value as written in the file)")
+    return (" (an outlier, far from every other value: without its own bin the end bin would span "
+            "the gap and a release would draw values across it)")
+
+
+def _sentinels(uniq: np.ndarray) -> np.ndarray:
+    """The lowest or highest distinct value when it lies farther from the next value than the other
+    values span (-999 below heights of 140 to 200; one income of 10^9 among incomes up to 10^5; one
+    end found, the other is measured without it): a sentinel or an outlier (:func:`_far_note` tells
+    them apart), whose quantile bin would span an empty gap."""
+    lo, hi = 0, uniq.size - 1
+    for _ in range(2):  # the second pass sees each end without the other end's far value
+        if lo == 0 and hi >= 2 and uniq[1] - uniq[0] > uniq[hi] - uniq[1]:
+            lo = 1
+        if hi == uniq.size - 1 and hi - lo >= 2 and uniq[-1] - uniq[-2] > uniq[-2] - uniq[lo]:
+            hi = uniq.size - 2
+    return np.concatenate([uniq[:lo], uniq[hi + 1:]]).astype(float)
 
 
 def _drop_empty(grid: list[float], x: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
