@@ -155,3 +155,21 @@ def test_privacy_statement_is_the_clients_own_not_the_services_text(monkeypatch)
                             desc)
         dc = mod.DeviceClient("http://x", "v")
         assert dc.privacy == honest and f"epsilon = {Collection('v', params).epsilon:g} " in dc.privacy
+
+
+def test_the_bloom_client_on_a_device_draws_os_words_and_no_numpy_generator(monkeypatch):
+    """``lopub.client.Client(spec).report`` (README: "a real client randomizes one record at a time")
+    without an ``rng``: every random word from os.urandom through the device protocol (the shared
+    vectors' words give their reports), no NumPy generator made (was default_rng(), a PCG64 stream
+    seeded once from OS entropy: not a cryptographic source)."""
+    from lopub.client import Client
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a NumPy Generator was made on the device client's path")
+    for name in ("default_rng", "PCG64", "SeedSequence", "RandomState"):
+        monkeypatch.setattr(np.random, name, refuse)
+    client = Client(SPEC)
+    for v in VECTORS["bloom"]:
+        used = _os_words(monkeypatch, v["words"])
+        assert client.report(v["answers"]).hex() == v["report"]
+        assert used == v["words"]

@@ -67,17 +67,26 @@ def encode(
 class Client:
     """A single user's device: holds the public spec and randomizes one record.
 
-    Its randomness comes from OS entropy unless an ``rng`` is passed for tests.
+    Without ``rng`` (a device) every random word comes from :func:`os.urandom`, a cryptographic
+    source, through the device protocol of :mod:`lopub.serve.device` (what ``DeviceClient`` and
+    ``lopub.js`` run; no NumPy generator, whose stream is not cryptographic, is made); an ``rng``
+    (tests, simulation) randomizes with :func:`encode`.
     """
 
     def __init__(self, spec: CollectionSpec, *, rng: np.random.Generator | int | None = None):
         if not isinstance(spec, CollectionSpec):
             raise TypeError(f"spec must be a CollectionSpec, got {type(spec).__name__}")
         self.spec = spec
-        self._rng = resolve_rng(rng)
+        self._rng = None if rng is None else resolve_rng(rng)
 
     def report(self, record: Mapping[str, object]) -> bytes:
         """Randomized report (packed bits) of one record given as {attribute: label}."""
         df = pd.DataFrame({k: [v] for k, v in dict(record).items()})
         data = Dataset.from_pandas(df, self.spec.domain)
-        return encode(data, self.spec, rng=self._rng).packed[0].tobytes()
+        if self._rng is not None:
+            return encode(data, self.spec, rng=self._rng).packed[0].tobytes()
+        from lopub.serve.device import WordSource, bloom_report
+
+        dom = self.spec.domain
+        labels = {a: dom.labels(a)[int(c)] for a, c in zip(dom.attrs, np.asarray(data.codes)[0])}
+        return bytes.fromhex(bloom_report(self.spec, labels, WordSource(None)))  # words from os.urandom
