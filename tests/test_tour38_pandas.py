@@ -38,3 +38,31 @@ def test_outlier_does_not_spread_a_release_across_the_gap():
     out = to_values(codes, domain.attributes, rng=np.random.default_rng(0))["income"]
     assert int((out > 1e3).sum()) == 1 and out.max() == 1e9
     assert out[df["income"] < 1e3].max() <= df["income"][df["income"] < 1e3].max()
+
+
+def _frame(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.choice(list("xyz"), n), "b": rng.choice(list("pq"), n)})
+
+
+def test_multiindex_columns_are_refused_with_the_way_out():
+    # before: DomainError "missing columns ["('g', 'a')", ...]; the data has [('g', 'a'), ...]"
+    from lopub import Synthesizer
+
+    df = _frame()
+    df.columns = pd.MultiIndex.from_tuples([("g", "a"), ("g", "b")])
+    for call in (lambda: Synthesizer(epsilon=4, rng=0).fit(df), lambda: infer_domain(df),
+                 lambda: Dataset.from_pandas(df, infer_domain(_frame()))):
+        with pytest.raises(ValueError, match=r"has MultiIndex columns \(2 levels, e\.g\. \('g', 'a'\)\); "
+                                             r".*flatten them first"):
+            call()
+
+
+def test_a_frame_without_columns_says_so():
+    # before: "no column is left for the domain: [] are identifier-like (pass identifiers='keep' ...)"
+    from lopub import Synthesizer
+
+    with pytest.raises(ValueError, match=r"^data has no columns \(10 rows\); expected at least one"):
+        Synthesizer(epsilon=4, rng=0).fit(pd.DataFrame(index=range(10)))
+    with pytest.raises(ValueError, match=r"^df has no columns"):
+        infer_domain(pd.DataFrame(index=range(10)))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["HEADER_CHECKED", "header_evidence", "record_names_text", "warn_record_names"]
+__all__ = ["HEADER_CHECKED", "check_columns", "header_evidence", "record_names_text", "warn_record_names"]
 
 #: rows whose values decide whether a column holds numbers (and their range)
 NUMBER_SAMPLE = 10_000
@@ -28,6 +28,17 @@ NUMBER_SHARE = 0.95
 #: key of ``DataFrame.attrs`` marking a frame whose column names were already checked (a CSV file
 #: read by :func:`lopub.cli.read_csv`, which warns in its own words) or are no header row
 HEADER_CHECKED = "lopub.header_checked"
+
+
+def check_columns(df: "pd.DataFrame", param: str = "df") -> None:
+    """Refuse a frame whose columns cannot be attributes: none at all, or a MultiIndex (each
+    attribute has one name; ``str`` of a tuple names no column of the frame)."""
+    if df.columns.nlevels > 1:
+        raise ValueError(f"{param} has MultiIndex columns ({df.columns.nlevels} levels, e.g. "
+                         f"{df.columns[0]!r}); an attribute has one name: flatten them first, e.g. "
+                         f"{param}.columns = [' '.join(map(str, c)) for c in {param}.columns]")
+    if df.shape[1] == 0:
+        raise ValueError(f"{param} has no columns ({len(df)} rows); expected at least one attribute column")
 
 
 def _number(text: str) -> float | None:

@@ -12,7 +12,7 @@ from typing import Sequence, cast
 import numpy as np
 import pandas as pd
 
-from lopub.data._header import record_names_text
+from lopub.data._header import check_columns, record_names_text
 from lopub.data._labels import NA_TOKENS, _numeric_key, date_days
 from lopub.data.domain import Attribute, Binning, Domain
 from lopub.data.marginal import Marginal
@@ -91,6 +91,7 @@ class Dataset:
             raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
         if not isinstance(domain, Domain):
             raise TypeError(f"domain must be a lopub Domain, got {type(domain).__name__}")
+        check_columns(df)
         missing = [a for a in domain.attrs if a not in df.columns]
         if missing:
             why = record_names_text(df)  # pandas.read_csv of a file without a header row

@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from lopub._util import check_int
-from lopub.data._header import warn_record_names
+from lopub.data._header import check_columns, warn_record_names
 from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, date_label, respelled_numbers
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
@@ -178,6 +178,7 @@ def infer_schema(
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    check_columns(df)
     if len(df) == 0:
         raise DomainError("cannot infer a domain from empty data")
     warn_record_names(df)

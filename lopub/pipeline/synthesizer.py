@@ -34,7 +34,7 @@ import pandas as pd
 from lopub._util import resolve_rng
 from lopub.collect import MarginalReports, collect, privacy_statement
 from lopub.data.dataset import Dataset
-from lopub.data._header import HEADER_CHECKED
+from lopub.data._header import HEADER_CHECKED, check_columns
 from lopub.data.schema import infer_domain
 from lopub.data.domain import Attribute, Domain
 from lopub.errors import DomainError
@@ -292,6 +292,7 @@ class Synthesizer:
             return data
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
+        check_columns(data, "data")
         named = all(isinstance(c, str) for c in data.columns)
         data = data.rename(columns=str)  # attribute names are strings (pd.read_csv(header=None): 0, 1, ...)
         if not named:  # no header row read as names: infer_domain does not weigh them as a record
