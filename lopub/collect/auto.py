@@ -6,6 +6,7 @@ and simulates the clients of a data owner's records with it.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,8 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         collection its ``marginals`` option carries the screen's predictions,
         :meth:`~lopub.collect.plan_report.PlanReport.after_screen`, and Bloom
         reports of the main-phase users are returned where the screen
-        predicts them lowest; after a single-phase ``auto`` collection that
+        predicts them lowest, their ``screened`` counting the screen's users,
+        :attr:`~lopub.reports.bloom.Reports.users`; after a single-phase ``auto`` collection that
         measures every pair, the predictions from its own tables,
         :meth:`~lopub.collect.plan_report.PlanReport.after_collection`).
 
@@ -122,7 +124,8 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
                                          alternative=alt)
         if not keeps:
             return main, report.after_screen(predictions)
-        if alt is not None and not isinstance(main, MarginalReports):
+        if alt is not None and not isinstance(main, MarginalReports):  # Bloom reports of the main phase:
+            main = replace(main, screened=main.screened + screen.n)  # the screen's users took part
             return main, report.after_screen(predictions)
         return merge_reports(screen, main), report.after_screen(predictions)
     if choice == "marginals":

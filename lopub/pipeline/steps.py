@@ -410,9 +410,11 @@ def collection_parameters(source: Any) -> dict[str, Any] | None:
     or anything else (exact marginals: None).  Returns f, h and m per
     attribute, bits per report and epsilon per attribute and per record
     (Eq. 8), so a model file says under which privacy its reports were taken;
-    of marginal-sampling reports their plan and ``users``, how many users took
-    part (the reports plus a detection screen's, :attr:`MarginalReports.users
-    <lopub.collect.reports.MarginalReports.users>`).
+    of marginal-sampling reports their plan.  ``users`` counts the users who
+    took part: the reports plus a screen's whose reports only chose the plan or
+    protocol (:attr:`MarginalReports.users
+    <lopub.collect.reports.MarginalReports.users>`,
+    :attr:`Reports.users <lopub.reports.bloom.Reports.users>`).
     """
     from lopub.collect.reports import MarginalReports
 
@@ -421,17 +423,19 @@ def collection_parameters(source: Any) -> dict[str, Any] | None:
         return {"protocol": "marginals", "epsilon_per_record": plan.epsilon,
                 "subsets": [list(s) for s in plan.subsets], "oracles": list(plan.oracles),
                 "plan_id": plan.plan_id, "users": source.users}
+    if getattr(source, "spec", None) is None:
+        source = getattr(source, "reports", None)
     spec = getattr(source, "spec", None)
-    if spec is None:
-        spec = getattr(getattr(source, "reports", None), "spec", None)
     if spec is None or not hasattr(spec, "summary"):
         return None
     s = spec.summary()
     attrs = list(spec.domain.attrs)
+    users = getattr(source, "users", None)
     return {"protocol": "bloom", "f": s["f"], "h": dict(zip(attrs, s["h"])), "m": dict(zip(attrs, s["m"])),
             "bits_per_report": s["bits_per_report"],
             "epsilon_per_attribute": dict(s["epsilon_per_attribute"]),
-            "epsilon_per_record": s["epsilon_per_record"]}
+            "epsilon_per_record": s["epsilon_per_record"],
+            **({"users": users} if isinstance(users, int) else {})}
 
 
 def independence_model(estimator: Any, *, n: int | None = None) -> Model:

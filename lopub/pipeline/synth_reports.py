@@ -30,7 +30,8 @@ class CollectionReport:
     epsilon_per_record : float
         The privacy spent: every user's report is epsilon-LDP for the whole record.
     n : int
-        Reports (users).
+        Users who took part: the reports, plus those of a screen whose reports
+        only chose the plan or protocol (the default size of a sample).
     simulated : bool
         True when :meth:`Synthesizer.fit` simulated the clients.
     recommended : str or None

@@ -264,7 +264,8 @@ class Synthesizer:
             raise DomainError(f"domain (attributes {list(self.domain.attrs)}) differs from the reports' "
                               f"domain (attributes {list(domain.attrs)})")
         text, warning = privacy_statement(eps)
-        info = CollectionReport(protocol, eps, int(reports.n), False, None, None, text, warning)
+        users = int(getattr(reports, "users", reports.n))  # with a screen's users whose reports are not here
+        info = CollectionReport(protocol, eps, users, False, None, None, text, warning)
         return self._fit(reports, info, {}, t0)
 
     def _fit(self, reports: "AnyReports", info: CollectionReport, seconds: dict[str, float],
@@ -310,8 +311,8 @@ class Synthesizer:
     def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None, *,
                labels: bool = False, conditions: Mapping[str, Any] | None = None) -> pd.DataFrame:
         """``n`` synthetic records (default: as many as users, ``fit_report_.collection.n``: the input's
-        rows after :meth:`fit`, even where a detection screen's reports were not released) in the
-        input's shape.
+        rows after :meth:`fit`, even where a screen's reports were not released; after
+        :meth:`fit_reports` the reports' ``users``) in the input's shape.
 
         Numbers, integers, booleans and dates come back as such (a binned
         number drawn uniformly within its bin) and missing values as missing

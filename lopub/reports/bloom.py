@@ -23,7 +23,7 @@ import numpy as np
 from lopub._util import check_int
 from lopub.errors import ReportsFormatError, SpecError
 from lopub.formats import REPORTS_FORMAT, REPORTS_VERSION  # noqa: F401  (re-exported)
-from lopub.reports.parquet import ROW_GROUP, open_reports, read_batches, write_reports
+from lopub.reports.parquet import ROW_GROUP, file_screened, open_reports, read_batches, write_reports
 from lopub.reports.folder import PART, build_folder, is_dataset_path, publish_part, read_folder
 from lopub.reports.spec import CollectionSpec
 
@@ -36,10 +36,16 @@ class Reports:
     ----------
     spec : CollectionSpec
     packed : ndarray of uint8, shape (n, spec.packed_bytes)
+    screened : int, default 0
+        Users whose reports only chose the protocol (the marginal-sampling
+        screen after which ``lopub collect --protocol auto`` picked Bloom
+        reports) and are not among these: public, costs no privacy;
+        :attr:`users` counts them.  Batches and subsets carry 0.
     """
 
     spec: CollectionSpec
     packed: np.ndarray
+    screened: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, CollectionSpec):
@@ -51,10 +57,16 @@ class Reports:
                 f"{p.dtype} {p.shape}"
             )
         object.__setattr__(self, "packed", p)
+        object.__setattr__(self, "screened", check_screened(self.screened))
 
     @property
     def n(self) -> int:
         return self.packed.shape[0]
+
+    @property
+    def users(self) -> int:
+        """Users who took part: :attr:`n` plus the :attr:`screened` ones whose reports are not here."""
+        return self.n + self.screened
 
     def __len__(self) -> int:
         return self.n
@@ -96,7 +108,7 @@ class Reports:
 
     @staticmethod
     def merge(batches: Sequence["Reports"]) -> "Reports":
-        """Concatenate batches collected under the same spec."""
+        """Concatenate batches collected under the same spec (their :attr:`screened` users add up)."""
         batches = list(batches)
         if not batches:
             raise ValueError("merge needs at least one Reports batch")
@@ -104,10 +116,11 @@ class Reports:
         for i, b in enumerate(batches[1:], 1):
             if b.spec != first:
                 raise SpecError(f"batch {i} was collected under a different spec; cannot merge")
-        return Reports(first, np.concatenate([b.packed for b in batches], axis=0))
+        return Reports(first, np.concatenate([b.packed for b in batches], axis=0),
+                       sum(b.screened for b in batches))
 
     def summary(self) -> dict:
-        return {"n": self.n, **self.spec.summary()}
+        return {"n": self.n, **screened_summary(self.n, self.screened), **self.spec.summary()}
 
     # I/O --------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
@@ -119,9 +132,10 @@ class Reports:
         created there (the folder must not exist yet).  Otherwise one Parquet
         file is written (see :mod:`lopub.reports.parquet`).
         """
-        if is_dataset_path(path):  # the folder appears whole, with its part and manifest
+        if is_dataset_path(path):  # the folder appears whole, with its part and manifest (which counts
+            part = Reports(self.spec, self.packed)  # the screened users; parts hold reports only)
             build_folder(path, self.spec, lambda stage: (publish_part(
-                stage, PART.format(0), self.n, lambda tmp: write_reports(self, tmp)),))
+                stage, PART.format(0), self.n, lambda tmp: write_reports(part, tmp)),), self.screened)
         else:
             write_reports(self, path)
 
@@ -129,19 +143,21 @@ class Reports:
     def load(cls, path: str | os.PathLike, *, spec: CollectionSpec | None = None) -> "Reports":
         """Read and validate a reports file or dataset folder; ``spec`` (optional) must match."""
         if os.path.isdir(path):
-            file_spec, n, stream = read_folder(path, spec, ROW_GROUP)
-            return cls(file_spec, _fill(stream, n, file_spec, path))
+            file_spec, n, screened, stream = read_folder(path, spec, ROW_GROUP)
+            return cls(file_spec, _fill(stream, n, file_spec, path), screened)
         pf, file_spec, n = open_reports(path, spec)
-        return cls(file_spec, _fill(read_batches(pf, file_spec, path, ROW_GROUP), n, file_spec, path))
+        return cls(file_spec, _fill(read_batches(pf, file_spec, path, ROW_GROUP), n, file_spec, path),
+                   file_screened(pf, path))
 
     @classmethod
     def iter_file(
         cls, path: str | os.PathLike, *, chunk_size: int = ROW_GROUP, spec: CollectionSpec | None = None
     ) -> Iterator["Reports"]:
-        """Stream a reports file or dataset folder in batches of at most ``chunk_size`` users."""
+        """Stream a reports file or dataset folder in batches of at most ``chunk_size`` users
+        (batches carry no :attr:`screened` users: :meth:`load` or ``ReportsDataset.open`` count them)."""
         chunk_size = check_int("chunk_size", chunk_size, 1)
         if os.path.isdir(path):
-            file_spec, _, stream = read_folder(path, spec, chunk_size)
+            file_spec, _, _, stream = read_folder(path, spec, chunk_size)
             yield from (cls(file_spec, packed) for packed in stream)
             return
         pf, file_spec, _ = open_reports(path, spec)
@@ -161,3 +177,17 @@ def _fill(stream: Iterator[np.ndarray], n: int, spec: CollectionSpec, path: str 
     if pos != n:
         raise ReportsFormatError(f"{os.fspath(path)}: metadata says {n} reports, file holds {pos}")
     return packed
+
+
+def check_screened(value: object) -> int:
+    """``screened`` as an int: an integer >= 0 (users of a screen whose reports are elsewhere)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"screened ({value!r}) must be an integer >= 0 (users of a screen)")
+    if value < 0:
+        raise ValueError(f"screened ({value}) must be an integer >= 0 (users of a screen)")
+    return int(value)
+
+
+def screened_summary(n: int, screened: int) -> dict:
+    """``users`` and ``screened_not_released`` of a summary where a screen's users took part."""
+    return {"users": n + screened, "screened_not_released": screened} if screened else {}

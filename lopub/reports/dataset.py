@@ -18,9 +18,9 @@ import numpy as np
 
 from lopub._util import check_int
 from lopub.errors import ReportsFormatError, SpecError
-from lopub.reports.parquet import ROW_GROUP, open_reports, read_batches
+from lopub.reports.parquet import ROW_GROUP, file_screened, open_reports, read_batches
 from lopub.reports.folder import (PartInfo, append_part, iter_parts, open_folder, rechunk, check_part_file, build_folder, check_new_folder, copy_part, create_folder, next_part_name, spec_difference, unlisted_parts)
-from lopub.reports.bloom import Reports
+from lopub.reports.bloom import Reports, screened_summary
 from lopub.reports.spec import CollectionSpec
 
 __all__ = ["OnDiskReports", "PartInfo", "ReportsDataset", "merge_datasets"]
@@ -38,11 +38,15 @@ class ReportsDataset:
     spec : CollectionSpec
     parts : tuple of PartInfo
         The listed parts in reading order (``sha256`` empty for a single file).
+    screened : int
+        Users of a screen whose reports chose the protocol and are in no part
+        (the manifest's, or the single file's, count; 0 when it has none).
     """
 
     def __init__(self, path: Path, spec: CollectionSpec, parts: tuple[PartInfo, ...],
-                 *, folder: bool) -> None:
+                 *, folder: bool, screened: int = 0) -> None:
         self.path, self.spec, self.parts, self._folder = path, spec, parts, folder
+        self.screened = screened
 
     def __repr__(self) -> str:
         return f"ReportsDataset({os.fspath(self.path)!r}, n={self.n}, parts={len(self.parts)})"
@@ -54,6 +58,11 @@ class ReportsDataset:
 
     def __len__(self) -> int:
         return self.n
+
+    @property
+    def users(self) -> int:
+        """Users who took part: :attr:`n` plus the :attr:`screened` ones."""
+        return self.n + self.screened
 
     @property
     def is_folder(self) -> bool:
@@ -76,10 +85,11 @@ class ReportsDataset:
             raise TypeError(f"spec must be a CollectionSpec or None, got {type(spec).__name__}")
         p = Path(path)
         if not p.is_dir():
-            _, file_spec, n = open_reports(p, spec)
-            return cls(p, file_spec, (PartInfo(p.name, n, p.stat().st_size, ""),), folder=False)
-        file_spec, parts = open_folder(p, spec)
-        return cls(p, file_spec, parts, folder=True)
+            pf, file_spec, n = open_reports(p, spec)
+            return cls(p, file_spec, (PartInfo(p.name, n, p.stat().st_size, ""),), folder=False,
+                       screened=file_screened(pf, p))
+        file_spec, parts, screened = open_folder(p, spec)
+        return cls(p, file_spec, parts, folder=True, screened=screened)
 
     # writing ----------------------------------------------------------------
     def append(self, reports: Reports) -> PartInfo:
@@ -87,7 +97,8 @@ class ReportsDataset:
 
         The part is written under a temporary name, fsynced and renamed, then
         the manifest is replaced atomically (under the dataset's lock, after
-        re-reading it, so parts appended meanwhile by others are kept).
+        re-reading it, so parts appended meanwhile by others are kept); the
+        batch's :attr:`~lopub.reports.bloom.Reports.screened` users add to the dataset's.
 
         Raises
         ------
@@ -100,7 +111,7 @@ class ReportsDataset:
             raise ValueError(f"{os.fspath(self.path)!r} is a single reports file; only a dataset "
                              f"folder can be appended to")
         self.check_spec(reports.spec, "the batch")
-        self.parts = append_part(self.path, self.spec, reports)
+        self.parts, self.screened = append_part(self.path, self.spec, reports)
         info = self.parts[-1]
         return info
 
@@ -168,7 +179,7 @@ class ReportsDataset:
         for batch in self.iter_reports():
             packed[pos: pos + batch.n] = batch.packed
             pos += batch.n
-        return Reports(self.spec, packed)
+        return Reports(self.spec, packed, self.screened)
 
     def verify(self) -> None:
         """Check every listed part against its size and SHA-256 (reads every byte).
@@ -188,7 +199,8 @@ class ReportsDataset:
 
     def summary(self) -> dict:
         """N, the parts and the spec summary (for ``lopub inspect-reports``)."""
-        out = {"n": self.n, "parts": [{"file": p.file, "n": p.n, "bytes": p.bytes} for p in self.parts]}
+        out = {"n": self.n, **screened_summary(self.n, self.screened),
+               "parts": [{"file": p.file, "n": p.n, "bytes": p.bytes} for p in self.parts]}
         unlisted = self.unlisted_parts()
         if unlisted:
             out["unlisted_parts"] = unlisted
@@ -214,6 +226,7 @@ class OnDiskReports(Reports):
             raise TypeError(f"dataset ({type(dataset).__name__}) must be a ReportsDataset")
         object.__setattr__(self, "spec", dataset.spec)
         object.__setattr__(self, "dataset", dataset)
+        object.__setattr__(self, "screened", dataset.screened)
 
     def __repr__(self) -> str:
         return f"OnDiskReports({os.fspath(self.dataset.path)!r}, n={self.n})"
@@ -272,7 +285,8 @@ def merge_datasets(out: str | os.PathLike, *sources: str | os.PathLike) -> Repor
     """A new dataset folder ``out`` with the parts of every source, in order (copied byte for byte).
 
     Sources are dataset folders or single reports files; every part is
-    checked against its SHA-256 while copied.
+    checked against its SHA-256 while copied.  The sources' screened users
+    (:attr:`ReportsDataset.screened`) add up in the new manifest.
 
     Raises
     ------
@@ -292,8 +306,9 @@ def merge_datasets(out: str | os.PathLike, *sources: str | os.PathLike) -> Repor
             raise SpecError(f"cannot merge: {os.fspath(src)!r} was collected under a different spec "
                             f"than {os.fspath(sources[0])!r}; {diff}")
     # all or nothing: parts and manifest are built in a hidden folder renamed to ``out`` at the end
-    parts = build_folder(out, first.spec, lambda stage: _copy_parts(opened, stage))
-    return ReportsDataset(Path(out), first.spec, parts, folder=True)
+    screened = sum(ds.screened for ds in opened)
+    parts = build_folder(out, first.spec, lambda stage: _copy_parts(opened, stage), screened)
+    return ReportsDataset(Path(out), first.spec, parts, folder=True, screened=screened)
 
 
 def _refuse_repeated(sources: tuple) -> None:

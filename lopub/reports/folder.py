@@ -15,6 +15,13 @@ The manifest::
      "parts": [{"file": "part-00000.parquet", "n": 50000, "bytes": 812345,
                 "sha256": "9f86d0..."}, ...]}
 
+plus ``"screened": S`` (optional, written only when not 0; absent reads as 0):
+the users of a screen whose reports chose the protocol and are in no part
+(:attr:`lopub.reports.bloom.Reports.screened`); the dataset's users are ``n +
+S``.  Appending a batch adds its screened users; a part's own
+``lopub.screened`` (a screened reports file copied in by ``merge-reports``)
+is counted in the manifest and not read again from the part.
+
 Only the parts listed in the manifest belong to the dataset, in the listed
 order; every part holds reports under the manifest's spec.  A batch is
 appended by writing its part under a temporary name, fsync, rename, and then
@@ -34,7 +41,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -95,9 +102,11 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def manifest_to_dict(spec: CollectionSpec, parts: tuple[PartInfo, ...]) -> dict[str, Any]:
-    """The manifest JSON object of a dataset of ``parts`` under ``spec``."""
+def manifest_to_dict(spec: CollectionSpec, parts: tuple[PartInfo, ...], screened: int = 0) -> dict[str, Any]:
+    """The manifest JSON object of a dataset of ``parts`` under ``spec`` (``screened``: users of a
+    screen whose reports are in no part, written when not 0)."""
     return {"format": DATASET_FORMAT, "version": DATASET_VERSION, "n": sum(p.n for p in parts),
+            **({"screened": screened} if screened else {}),
             "spec": spec_to_dict(spec), "parts": [asdict(p) for p in parts]}
 
 
@@ -112,8 +121,8 @@ def _part_from_dict(obj: Any, where: str) -> PartInfo:
     return PartInfo(obj["file"], obj["n"], obj["bytes"], obj["sha256"])
 
 
-def manifest_from_dict(obj: Any, folder: str) -> tuple[CollectionSpec, tuple[PartInfo, ...]]:
-    """(spec, parts) of a parsed manifest; ReportsFormatError naming ``folder`` otherwise."""
+def manifest_from_dict(obj: Any, folder: str) -> tuple[CollectionSpec, tuple[PartInfo, ...], int]:
+    """(spec, parts, screened) of a parsed manifest; ReportsFormatError naming ``folder`` otherwise."""
     where = os.path.join(folder, MANIFEST)
     if not isinstance(obj, dict) or obj.get("format") != DATASET_FORMAT:
         raise ReportsFormatError(f"{where}: not a lopub reports dataset manifest "
@@ -133,11 +142,15 @@ def manifest_from_dict(obj: Any, folder: str) -> tuple[CollectionSpec, tuple[Par
     if obj.get("n") != sum(p.n for p in parts):
         raise ReportsFormatError(f"{where}: \"n\" ({obj.get('n')!r}) must be the sum of the parts' "
                                  f"row counts ({sum(p.n for p in parts)})")
-    return spec, parts
+    screened = obj.get("screened", 0)
+    if type(screened) is not int or screened < 0:
+        raise ReportsFormatError(f"{where}: \"screened\" ({screened!r}) must be an integer >= 0 (users "
+                                 f"of a screen whose reports are in no part)")
+    return spec, parts, screened
 
 
-def read_manifest(folder: str | os.PathLike) -> tuple[CollectionSpec, tuple[PartInfo, ...]]:
-    """Read and check the manifest of dataset ``folder``."""
+def read_manifest(folder: str | os.PathLike) -> tuple[CollectionSpec, tuple[PartInfo, ...], int]:
+    """Read and check the manifest of dataset ``folder``: (spec, parts, screened users)."""
     name = os.fspath(folder)
     path = Path(folder, MANIFEST)
     if not path.exists():
@@ -149,9 +162,10 @@ def read_manifest(folder: str | os.PathLike) -> tuple[CollectionSpec, tuple[Part
     return manifest_from_dict(obj, name)
 
 
-def write_manifest(folder: str | os.PathLike, spec: CollectionSpec, parts: tuple[PartInfo, ...]) -> None:
+def write_manifest(folder: str | os.PathLike, spec: CollectionSpec, parts: tuple[PartInfo, ...],
+                   screened: int = 0) -> None:
     """Replace the manifest atomically (temporary file, fsync, rename, fsync of the folder)."""
-    dump_json(manifest_to_dict(spec, parts), Path(folder, MANIFEST))
+    dump_json(manifest_to_dict(spec, parts, screened), Path(folder, MANIFEST))
 
 
 def check_part_file(folder: str | os.PathLike, part: PartInfo, *, checksum: bool = False) -> Path:
@@ -254,8 +268,9 @@ def remove_stale_stages(folder: Path) -> list[Path]:
 
 
 def build_folder(folder: str | os.PathLike, spec: CollectionSpec,
-                 fill: Callable[[Path], tuple[PartInfo, ...]]) -> tuple[PartInfo, ...]:
-    """Make the new dataset ``folder`` all at once: parts, then manifest, then the folder's name.
+                 fill: Callable[[Path], tuple[PartInfo, ...]], screened: int = 0) -> tuple[PartInfo, ...]:
+    """Make the new dataset ``folder`` all at once: parts, then manifest (counting ``screened``
+    users), then the folder's name.
 
     ``fill(stage)`` writes the parts into a hidden staging folder beside
     ``folder`` (``.NAME.PID.XXXX.new``) and returns them; the manifest is
@@ -270,7 +285,7 @@ def build_folder(folder: str | os.PathLike, spec: CollectionSpec,
                                   dir=path.parent if str(path.parent) else "."))
     try:
         parts = fill(stage)
-        write_manifest(stage, spec, parts)
+        write_manifest(stage, spec, parts, screened)
         fsync_dir(stage)
         check_new_folder(path)
         os.rename(stage, path)
@@ -347,19 +362,20 @@ def _short(v: Any) -> str:
 
 # reading and appending, shared by Reports (file or folder) and ReportsDataset ------------------
 def open_folder(folder: str | os.PathLike, spec: CollectionSpec | None = None
-                ) -> tuple[CollectionSpec, tuple[PartInfo, ...]]:
-    """The spec and parts of a dataset folder, every listed part checked to exist with its size.
+                ) -> tuple[CollectionSpec, tuple[PartInfo, ...], int]:
+    """The spec, parts and screened users of a dataset folder, every listed part checked to exist
+    with its size.
 
     ``spec`` (optional) must be the dataset's spec; the message names the first difference.
     """
-    file_spec, parts = read_manifest(folder)
+    file_spec, parts, screened = read_manifest(folder)
     if spec is not None and spec != file_spec:
         raise ReportsFormatError(f"{os.fspath(folder)}: reports were collected under a different spec "
                                  f"than the one given: "
                                  f"{spec_difference(file_spec, spec, ('the dataset', 'the given spec'))}")
     for part in parts:
         check_part_file(folder, part)
-    return file_spec, parts
+    return file_spec, parts, screened
 
 
 def iter_parts(paths: Iterable[tuple[PartInfo, Path]], spec: CollectionSpec, chunk_size: int, *,
@@ -391,12 +407,12 @@ def rechunk(packed: Iterable[np.ndarray], chunk_size: int) -> Iterator[np.ndarra
 
 
 def read_folder(folder: str | os.PathLike, spec: CollectionSpec | None, chunk_size: int
-                ) -> tuple[CollectionSpec, int, Iterator[np.ndarray]]:
-    """Spec, number of reports and a stream of packed batches of a dataset folder."""
-    file_spec, parts = open_folder(folder, spec)
+                ) -> tuple[CollectionSpec, int, int, Iterator[np.ndarray]]:
+    """Spec, number of reports, screened users and a stream of packed batches of a dataset folder."""
+    file_spec, parts, screened = open_folder(folder, spec)
     paths = [(p, Path(folder, p.file)) for p in parts]
     stream = rechunk(iter_parts(paths, file_spec, chunk_size, folder=folder), chunk_size)
-    return file_spec, sum(p.n for p in parts), stream
+    return file_spec, sum(p.n for p in parts), screened, stream
 
 
 #: hidden temporary and lock files of a part being written (and of its own temporary file)
@@ -420,8 +436,10 @@ def remove_stale_part_files(folder: str | os.PathLike) -> list[Path]:
     return removed
 
 
-def append_part(folder: str | os.PathLike, spec: CollectionSpec, reports: Any) -> tuple[PartInfo, ...]:
-    """Add ``reports`` (same spec, checked by the caller) as a new part; the parts now listed.
+def append_part(folder: str | os.PathLike, spec: CollectionSpec, reports: Any
+                ) -> tuple[tuple[PartInfo, ...], int]:
+    """Add ``reports`` (same spec, checked by the caller) as a new part; the parts now listed and
+    the screened users now counted (the batch's :attr:`~lopub.reports.bloom.Reports.screened` added).
 
     The part is written under a temporary name, fsynced and renamed, then the
     manifest is replaced atomically under the dataset's lock, after re-reading
@@ -429,8 +447,10 @@ def append_part(folder: str | os.PathLike, spec: CollectionSpec, reports: Any) -
     """
     with locked(folder):
         remove_stale_part_files(folder)
-        _, parts = read_manifest(folder)
+        _, parts, screened = read_manifest(folder)
         name = next_part_name(folder, parts)
-        info = publish_part(folder, name, reports.n, lambda tmp: write_reports(reports, tmp))
-        write_manifest(folder, spec, parts + (info,))
-    return parts + (info,)
+        part = replace(reports, screened=0) if reports.screened else reports  # the manifest counts them
+        info = publish_part(folder, name, reports.n, lambda tmp: write_reports(part, tmp))
+        screened += reports.screened
+        write_manifest(folder, spec, parts + (info,), screened)
+    return parts + (info,), screened

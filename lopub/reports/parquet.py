@@ -8,8 +8,13 @@
   ``lopub.version`` = ``1``, ``lopub.n`` (row count, decimal) and
   ``lopub.reports.spec`` (the CollectionSpec JSON text); JSON Schema of this
   metadata: ``lopub/formats/jsonschema/reports-metadata.schema.json``;
+* ``lopub.screened`` (optional, decimal, written only when not 0): users of a
+  screen whose reports chose the protocol and are not in the file (``lopub
+  collect --protocol auto`` after a screen that picked Bloom reports); public,
+  costs no privacy; absent reads as 0;
 * ``lopub.sha256``: SHA-256 over ``lopub.format=..\\0``, ``lopub.version=..\\0``,
-  ``lopub.n=..\\0``, ``lopub.reports.spec=..\\0`` and the packed reports, verified on
+  ``lopub.n=..\\0``, ``lopub.reports.spec=..\\0`` (then ``lopub.screened=..\\0``
+  where the file has that key) and the packed reports, verified on
   every read (optional: files written before it existed have none);
 * row groups of at most 65,536 users, so a reader can stream chunks.
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from typing import Any, Iterator
 
 import numpy as np
@@ -39,16 +45,19 @@ from lopub.reports.spec import spec_from_dict, spec_to_dict
 ROW_GROUP = 65536
 
 
-def reports_metadata(spec: CollectionSpec, n: int, packed: np.ndarray | None = None
-                     ) -> dict[str, str]:
-    """The Parquet key/value metadata of a file of ``n`` reports under ``spec``; with the
-    ``packed`` reports also ``lopub.sha256``, the checksum over spec, count and reports."""
+def reports_metadata(spec: CollectionSpec, n: int, packed: np.ndarray | None = None,
+                     screened: int = 0) -> dict[str, str]:
+    """The Parquet key/value metadata of a file of ``n`` reports under ``spec`` (and
+    ``lopub.screened`` when ``screened`` users of a screen are not in it); with the
+    ``packed`` reports also ``lopub.sha256``, the checksum over spec, counts and reports."""
     meta = {
         "lopub.format": REPORTS_FORMAT,
         "lopub.version": str(REPORTS_VERSION),
         "lopub.n": str(n),
         "lopub.spec": dump_json(spec_to_dict(spec)),
     }
+    if screened:
+        meta["lopub.screened"] = str(screened)
     if packed is not None:
         h = _checksum_start(meta)
         h.update(np.ascontiguousarray(packed).data)
@@ -57,10 +66,13 @@ def reports_metadata(spec: CollectionSpec, n: int, packed: np.ndarray | None = N
 
 
 def _checksum_start(meta: dict[str, str]) -> "hashlib._Hash":
-    """SHA-256 over the format, version, count and spec text; the reports bytes follow."""
+    """SHA-256 over the format, version, count and spec text (and the screened users where
+    the file records them); the reports bytes follow."""
     h = hashlib.sha256()
     for key in ("lopub.format", "lopub.version", "lopub.n", "lopub.spec"):
         h.update(f"{key}={meta.get(key, '')}\0".encode())
+    if "lopub.screened" in meta:
+        h.update(f"lopub.screened={meta['lopub.screened']}\0".encode())
     return h
 
 
@@ -70,7 +82,7 @@ def write_reports(reports: Any, path: str | os.PathLike) -> None:
     arr = pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(width), reports.n,
         [None, pa.py_buffer(np.ascontiguousarray(reports.packed).tobytes())])
-    meta = reports_metadata(reports.spec, reports.n, reports.packed)
+    meta = reports_metadata(reports.spec, reports.n, reports.packed, reports.screened)
     table = pa.table({"report": arr}).replace_schema_metadata(meta)
     atomic_write(path, lambda tmp: pq.write_table(table, tmp, row_group_size=ROW_GROUP))
 
@@ -98,7 +110,22 @@ def parse_metadata(meta: dict[str, str], name: str) -> tuple[CollectionSpec, int
         n = int(meta["lopub.n"])
     except (KeyError, ValueError, TypeError, json.JSONDecodeError) as exc:
         raise ReportsFormatError(f"{name}: invalid spec or count in metadata: {exc}") from None
+    parse_screened(meta, name)
     return spec, n
+
+
+def parse_screened(meta: dict[str, str], name: str) -> int:
+    """The ``lopub.screened`` users of a reports file's metadata (0 where the key is absent)."""
+    text = meta.get("lopub.screened", "0")
+    if not re.fullmatch(r"0|[1-9][0-9]*", text):
+        raise ReportsFormatError(f"{name}: metadata 'lopub.screened' ({text!r}) must be an integer >= 0 "
+                                 f"in decimal (users of a screen whose reports are not in the file)")
+    return int(text)
+
+
+def file_screened(pf: pq.ParquetFile, path: str | os.PathLike) -> int:
+    """The screened users of an opened reports file (:func:`open_reports` checked them)."""
+    return parse_screened(_metadata(pf), os.fspath(path))
 
 
 def open_reports(path: str | os.PathLike, expected: CollectionSpec | None
