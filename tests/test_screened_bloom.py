@@ -190,3 +190,15 @@ def test_synthesizer_fit_reports_samples_the_users(collected, tmp_path):
     marg = dataclasses.replace(collect_records(data, mplan, rng=1), screened=123)
     syn = Synthesizer(epsilon=4.0).fit_reports(marg)
     assert syn.fit_report_.collection.n == N + 123 and len(syn.sample(seed=1)) == N + 123
+
+
+def test_cli_merge_reports_adds_up_the_screens(collected, tmp_path, capsys):
+    _, reports = collected
+    reports.save(tmp_path / "a.parquet")
+    reports.subset(slice(0, 50)).save(tmp_path / "b.parquet")
+    assert main(["merge-reports", str(tmp_path / "m"), str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]) in (0, None)
+    n = reports.n + 50
+    assert (f"{n} reports of {n + reports.screened} users (the {reports.screened} reports of the screens"
+            in capsys.readouterr().out)
+    assert main(["inspect-reports", str(tmp_path / "m"), "--json"]) in (0, None)
+    assert json.loads(capsys.readouterr().out)["users"] == n + reports.screened

@@ -314,7 +314,9 @@ def cmd_merge(a: argparse.Namespace) -> None:
 
     merged = merge_datasets(a.out, *a.inputs)
     s = merged.summary()
-    emit(s, a.json, f"merged {len(a.inputs)} input(s) -> {a.out}: {merged.n} reports in "
+    users = (f" of {merged.users} users (the {merged.screened} reports of the screens that chose the "
+             "protocol are not part of the release)") if merged.screened else ""
+    emit(s, a.json, f"merged {len(a.inputs)} input(s) -> {a.out}: {merged.n} reports{users} in "
                     f"{len(merged.parts)} part(s)")
 
 

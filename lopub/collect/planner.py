@@ -61,8 +61,10 @@
     recommends the screen (a ``notes`` line says so), and after it
     (:func:`~lopub.collect.auto.collect`) Bloom reports from the main-phase
     users are predicted at the screen's tables and used when that is below
-    every marginal candidate's prediction (the screen's users are then not
-    part of the release).  Reason: uniform tables maximize the marginal
+    every marginal candidate's prediction (the screen's reports are then not
+    part of the release; the Bloom reports count its users,
+    :attr:`~lopub.reports.bloom.Reports.screened`, so a release still has one
+    record per user).  Reason: uniform tables maximize the marginal
     plans' group-sampling variance ``f (1 - f) / n_g``, which dominates their
     error at large epsilon, while Bloom's error is mostly its noise, which
     depends little on the tables; on skewed data the uniform comparison
