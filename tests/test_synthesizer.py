@@ -90,7 +90,10 @@ def test_load_reads_a_plain_fit_model_and_says_how_without_collection(fitted, tm
     assert back.epsilon == fitted.fit_report_.collection.epsilon_per_record
     assert back.fit_report_.collection.simulated is False
     assert back.fit_report_.fit.cliques == fitted.fit_report_.fit.cliques
-    pd.testing.assert_frame_equal(back.sample(200, seed=5), fitted.sample(200, seed=5))
+    # the same records; a plain model does not know the input's ordered categoricals (embedded's)
+    same = fitted.sample(200, seed=5).apply(
+        lambda c: c.cat.as_unordered() if isinstance(c.dtype, pd.CategoricalDtype) else c)
+    pd.testing.assert_frame_equal(back.sample(200, seed=5), same)
     # without collection parameters (exact marginals): refused, with the way to sample it
     model = lopub.model.graphical.Model.load(path)
     model.meta["fit"]["collection"] = None

@@ -66,3 +66,44 @@ def test_a_frame_without_columns_says_so():
         Synthesizer(epsilon=4, rng=0).fit(pd.DataFrame(index=range(10)))
     with pytest.raises(ValueError, match=r"^df has no columns"):
         infer_domain(pd.DataFrame(index=range(10)))
+
+
+def _categorical_frame(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    return pd.DataFrame({
+        "level": pd.Categorical(rng.choice(["lo", "hi"], n), categories=["lo", "mid", "hi"], ordered=True),
+        "size": pd.Categorical(rng.choice([1, 2, 3], n)),            # int categories
+        "dose": pd.Categorical(rng.choice([0.5, 1.5], n)),           # float categories
+        "band": pd.cut(x, [-10, -1, 0, 1, 10]),                       # ordered intervals
+        "plain": pd.Categorical(rng.choice(["a", "b"], n)),
+    })
+
+
+def test_categorical_columns_come_back_with_their_order_and_number_categories(tmp_path):
+    # before: every one was an unordered categorical of strings ('1', '2', '3'; '0.5', '1.5')
+    from lopub import Synthesizer
+
+    df = _categorical_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = Synthesizer(epsilon=8, rng=0).fit(df)
+    out = syn.sample(200, seed=1)
+    assert out["level"].cat.ordered and list(out["level"].cat.categories) == ["lo", "mid", "hi"]
+    assert list(out["size"].cat.categories) == [1, 2, 3] and out["size"].cat.categories.dtype == np.int64
+    assert list(out["dose"].cat.categories) == [0.5, 1.5]
+    assert out["band"].cat.ordered and list(out["band"].cat.categories) == ["(-10, -1]", "(-1, 0]", "(0, 1]", "(1, 10]"]
+    assert not out["plain"].cat.ordered and list(out["plain"].cat.categories) == ["a", "b"]
+    assert set(out["size"]) <= {1, 2, 3} and (out["level"] >= "lo").all()  # numbers; comparisons work
+    assert syn.sample(5, seed=1, labels=True)["size"].cat.categories.tolist() == ["1", "2", "3"]
+    syn.save(tmp_path / "s.json")
+    back = Synthesizer.load(tmp_path / "s.json")
+    pd.testing.assert_frame_equal(back.sample(200, seed=1), out)
+
+
+def test_a_bad_categorical_record_in_a_file_is_named(tmp_path):
+    from lopub.pipeline.synth_dtypes import check
+
+    assert check(None, "f") == {}
+    with pytest.raises(ValueError, match=r"^'x.json': meta\['synthesizer'\]\['categorical'\] .* must map"):
+        check({"a": {"ordered": "yes", "type": "int"}}, "'x.json'")
