@@ -1,4 +1,4 @@
-"""``DeviceClient.make_report`` randomizes with the device protocol of :mod:`lopub.serve.device`
+"""``DeviceClient.make_report`` randomizes with the device protocol of :mod:`lopub.client.device`
 (the JS client's algorithm), every random word from the OS: the shared vectors' words give the
 vectors' reports, no NumPy generator is made, and the reports follow the oracles' exact
 probabilities (tolerances: a few binomial standard deviations)."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lopub.serve import device
+from lopub.client import device
 from lopub.serve.protocol import Collection
 
 JS = Path(__file__).resolve().parents[1] / "clients" / "js"
@@ -34,7 +34,7 @@ def _client(monkeypatch, params):
 
 
 def _os_words(monkeypatch, words):
-    """``lopub.serve.device``'s ``os.urandom`` hands out ``words`` (little-endian 32-bit) in order."""
+    """``lopub.client.device``'s ``os.urandom`` hands out ``words`` (little-endian 32-bit) in order."""
     it, used = iter(words), []
 
     def urandom(n):

@@ -4,7 +4,7 @@ The oracle-level channels are checked in tests/oracles (conformance) and one att
 Bloom filter in tests/test_client.py.  Here the *whole* output of one user: under a marginal
 plan the subset id and its oracle's report (the subset is drawn independently of the
 record, so ``P((i, y) | x) = P_i(y | x_S_i) / g``), built from the public description a
-device reads (``GET /api/c/NAME``: the oracles' p, q, g, as lopub/serve/device.py and
+device reads (``GET /api/c/NAME``: the oracles' p, q, g, as lopub/client/device.py and
 lopub.js use them); and a whole record's Bloom report (independent bits across attributes).
 Each must meet the epsilon the plan, the description and the privacy statement state.
 """

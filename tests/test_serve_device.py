@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lopub.serve import device
+from lopub.client import device
 from lopub.serve.client import wire_reports
 from lopub.serve.protocol import Collection
 

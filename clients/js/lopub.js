@@ -1,5 +1,5 @@
 // lopub device client: randomizes a person's answers in the browser (or Node >= 19) and
-// sends only the randomized report. Bit-compatible with lopub/serve/device.py: the same
+// sends only the randomized report. Bit-compatible with lopub/client/device.py: the same
 // public parameters, answers and random 32-bit words give the same report. Randomness
 // comes from the Web Crypto API (crypto.getRandomValues); never from Math.random.
 import { blake2b } from './blake2b.js';

@@ -68,7 +68,7 @@ class Client:
     """A single user's device: holds the public spec and randomizes one record.
 
     Without ``rng`` (a device) every random word comes from :func:`os.urandom`, a cryptographic
-    source, through the device protocol of :mod:`lopub.serve.device` (what ``DeviceClient`` and
+    source, through the device protocol of :mod:`lopub.client.device` (what ``DeviceClient`` and
     ``lopub.js`` run; no NumPy generator, whose stream is not cryptographic, is made); an ``rng``
     (tests, simulation) randomizes with :func:`encode`.
     """
@@ -85,7 +85,7 @@ class Client:
         data = Dataset.from_pandas(df, self.spec.domain)
         if self._rng is not None:
             return encode(data, self.spec, rng=self._rng).packed[0].tobytes()
-        from lopub.serve.device import WordSource, bloom_report
+        from lopub.client.device import WordSource, bloom_report
 
         dom = self.spec.domain
         labels = {a: dom.labels(a)[int(c)] for a, c in zip(dom.attrs, np.asarray(data.codes)[0])}

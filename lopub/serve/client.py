@@ -2,7 +2,7 @@
 
 :class:`DeviceClient` is what a Python program on a person's device runs:
 it reads the public description, enrols, randomizes the answers with the
-device protocol of :mod:`lopub.serve.device` (the algorithm ``clients/js/lopub.js``
+device protocol of :mod:`lopub.client.device` (the algorithm ``clients/js/lopub.js``
 runs, with the oracles' own public ``p``, ``q``, ``g``), every random word from
 :func:`os.urandom` (a cryptographic source, never a seeded generator), and sends
 only the randomized report.
@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lopub.serve import device
+from lopub.client import device
 from lopub.serve.protocol import Collection
 
 
@@ -127,7 +127,7 @@ class DeviceClient:
 
     def make_report(self, enrolment: Mapping[str, Any], answers: Mapping[str, str]) -> dict:
         """The request body for ``answers`` ({attribute: label}), randomized by
-        :func:`~lopub.serve.device.marginal_report` / :func:`~lopub.serve.device.bloom_report`
+        :func:`~lopub.client.device.marginal_report` / :func:`~lopub.client.device.bloom_report`
         with ``WordSource(None)``: every random word from :func:`os.urandom`, as the JS client
         draws from ``crypto.getRandomValues``; no NumPy generator is made.
 

@@ -4,7 +4,7 @@ A collection is either a marginal-sampling plan (:class:`lopub.collect.MarginalP
 each person reports one assigned subset through its oracle) or a LoPub Bloom
 spec (:class:`lopub.CollectionSpec`, each person reports their whole record).
 
-Wire format of one report (JSON, see :mod:`lopub.serve.device`):
+Wire format of one report (JSON, see :mod:`lopub.client.device`):
 
 * marginal plan: ``{"token": T, "subset": i, "report": R}`` with ``R`` an
   integer code (GRR), the hex of ``ceil(k/8)`` packed bytes (OUE) or
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from lopub.serve.device import HASH_PRIME, oracle_params
+from lopub.client.device import HASH_PRIME, oracle_params
 
 
 #: probability that an honest unary or Bloom report is refused for having too many ones

@@ -1,4 +1,4 @@
-"""Write clients/js/test/vectors.json: reports of lopub.serve.device from recorded random words.
+"""Write clients/js/test/vectors.json: reports of lopub.client.device from recorded random words.
 
 Run from the repository root: ``python clients/js/test/make_vectors.py``.  The
 Node tests (``node --test clients/js``) check that lopub.js gives the same
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lopub import Attribute, CollectionSpec, Domain
 from lopub.collect import MarginalPlan, assign_user
-from lopub.serve import device
+from lopub.client import device
 from lopub.serve.protocol import Collection
 
 OUT = Path(__file__).with_name("vectors.json")
