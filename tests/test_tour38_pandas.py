@@ -105,5 +105,28 @@ def test_a_bad_categorical_record_in_a_file_is_named(tmp_path):
     from lopub.pipeline.synth_dtypes import check
 
     assert check(None, "f") == {}
-    with pytest.raises(ValueError, match=r"^'x.json': meta\['synthesizer'\]\['categorical'\] .* must map"):
+    with pytest.raises(ValueError, match=r"^'x.json': meta\['synthesizer'\]\['dtypes'\] .* must map"):
         check({"a": {"ordered": "yes", "type": "int"}}, "'x.json'")
+
+
+def test_durations_are_binned_seconds_and_come_back_as_durations(tmp_path):
+    # before: a timedelta column was text, one category per distinct duration ('0 days 00:01:00',
+    # 99 of them in 300 rows), given back as a categorical of those strings
+    from lopub import Synthesizer
+
+    rng = np.random.default_rng(0)
+    minutes = rng.integers(0, 100, 300)
+    df = pd.DataFrame({"wait": pd.to_timedelta(minutes, unit="min"), "g": np.where(minutes > 50, "a", "b")})
+    df.loc[3, "wait"] = pd.NaT
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        attr = infer_domain(df).attributes[0]
+        syn = Synthesizer(epsilon=8, rng=0).fit(df)
+    assert attr.kind == "integer" and attr.binning is not None and len(attr.categories) <= 5
+    assert attr.binning.edges[-1] == 99 * 60  # seconds
+    out = syn.sample(300, seed=1)
+    assert pd.api.types.is_timedelta64_dtype(out["wait"])
+    assert out["wait"].min() >= pd.Timedelta(0) and out["wait"].max() <= pd.Timedelta(minutes=99)
+    assert syn.dtypes_ == {"wait": {"type": "timedelta"}}
+    syn.save(tmp_path / "s.json")
+    pd.testing.assert_frame_equal(Synthesizer.load(tmp_path / "s.json").sample(300, seed=1), out)

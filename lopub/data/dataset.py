@@ -138,6 +138,8 @@ def _code_dtype(max_size: int) -> type:
 
 def _encode_column(col: pd.Series, attr: Attribute) -> np.ndarray:
     """Codes of one column; missing values go to the attribute's missing category, if any."""
+    if pd.api.types.is_timedelta64_dtype(col):  # durations: seconds, as infer_schema reads them
+        col = col / pd.Timedelta(seconds=1)
     missing = col.isna().to_numpy().copy()
     if attr.missing is not None and attr.kind in NUMERIC_KINDS:  # NA tokens, infinities: missing
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):

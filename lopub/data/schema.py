@@ -14,6 +14,7 @@ steward to review before collecting.  Rules, column by column:
   the strings' one offset, or UTC with a note when they carry several) or US dates (``01/31/2024``, when some
   second field is above 12 and no first field is; other ``../../YYYY`` dates stay
   text with a note); else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
+  Durations (a ``timedelta64`` column) are numbers of seconds, with a note.
 * **identifiers**: a text column whose values are unique in at least 90 % of
   its (>= 20) rows, or an integer column of N >= 1,000 distinct values filling
   a range of at most 2 N (a row number), is identifier-like and left out (``identifiers="keep"``, or
@@ -87,6 +88,8 @@ PRIVACY_NOTE = ("this schema's categories and bin edges were computed from the r
                 "reveal them (who is in the data, rare values, quantiles): publish it only if that is "
                 "acceptable; otherwise write the schema from public knowledge (a data dictionary, "
                 "declared --bounds with equal-width bins, --edges) and mark it \"provenance\": \"public\"")
+DURATION_NOTE = ("durations (timedelta) read as numbers of seconds: categories and bins in seconds; "
+                 "Synthesizer.sample gives them back as durations, a release file as seconds")
 _PANDAS_UNNAMED = re.compile(r"^Unnamed: \d+$")  # pandas' name of a column without a header
 
 
@@ -246,10 +249,13 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
         return None, ColumnDecision(name, "text", "excluded", (), 1.0, (
             f"{where or 'column'} has no name in the header row and no value (a delimiter ending "
             f"every line, as spreadsheets export): left out",))
+    seconds = pd.api.types.is_timedelta64_dtype(raw)
+    if seconds:  # durations: numbers of seconds (a Synthesizer gives them back as durations)
+        raw = raw / pd.Timedelta(seconds=1)
     kind, values, missing, zone = _kind(raw, o.na)
     present = raw[~missing]
     share = float(missing.mean())
-    notes: list[str] = list(zone.notes)
+    notes: list[str] = list(zone.notes) + [DURATION_NOTE] * seconds
     if missing.any():
         notes.append(_missing_note(raw, missing, o))
     if kind == "text" and name not in o.edges and name not in o.bounds:

@@ -33,7 +33,7 @@ def load(cls: Any, path: str | os.PathLike) -> Any:
     params["domain"] = model.domain if params.get("domain") == "model" else None
     self = cls(**params)
     self.model_, self.domain_ = model, model.domain
-    self.categoricals_ = synth_dtypes.check(meta.get("categorical"), repr(os.fspath(path)))
+    self.dtypes_ = synth_dtypes.check(meta.get("dtypes"), repr(os.fspath(path)))
     self.fit_report_ = SynthesizerReport(CollectionReport(**meta["collection"]), FitReport(**fit),
                                          dict(meta.get("seconds", {})))
     self.verdict_ = self.fit_report_.verdict
@@ -62,7 +62,7 @@ def _from_fit(cls: Any, model: Model, fit: dict, path: str | os.PathLike) -> Any
                             n=int(model.users or 0), simulated=False, recommended=None,
                             predicted_tvd=None, privacy=text, warning=warning)
     self.model_, self.domain_ = model, model.domain
-    self.categoricals_ = {}
+    self.dtypes_ = {}
     self.fit_report_ = SynthesizerReport(info, FitReport(**fit), dict(fit.get("seconds") or {}))
     self.model_.meta["synthesizer"] = self._meta()
     return self

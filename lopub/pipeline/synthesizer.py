@@ -17,7 +17,7 @@ File format of :meth:`Synthesizer.save`: a ``lopub-model`` file
 parameters (an ``rng`` or ``random_state`` Generator is stored as ``null``, a
 ``random_state`` of None is left out, as in files written before it; a ``domain``
 parameter as ``"model"``: the model's domain), the
-:class:`CollectionReport` and ``"categorical"``, the input's pandas categorical columns
+:class:`CollectionReport` and ``"dtypes"``, the input's pandas categorical and duration columns
 (:mod:`lopub.pipeline.synth_dtypes`); the fit report is the model's ``meta["fit"]``.
 Any ``lopub`` command that reads a model reads this file.
 """
@@ -109,8 +109,8 @@ class Synthesizer:
     model_ : Model
     domain_ : Domain
     fit_report_ : SynthesizerReport
-    categoricals_ : dict
-        The input's pandas categorical columns, ``{name: {"ordered", "type"}}``
+    dtypes_ : dict
+        The input's pandas categorical and duration columns, ``{name: {"type", ...}}``
         (:mod:`~lopub.pipeline.synth_dtypes`), which :meth:`sample` gives back as such.
     verdict_ : Verdict or None
         Good / usable with caveats / not usable, with the reasons
@@ -236,14 +236,14 @@ class Synthesizer:
         """
         self._check_params()
         t0 = time.perf_counter()
-        dataset, categorical = self._dataset(data)
+        dataset, dtypes = self._dataset(data)
         t1 = time.perf_counter()
         reports, plan = collect(dataset, self.epsilon, protocol=self.protocol, rng=self._seed())
         t2 = time.perf_counter()
         ran = plan.recommended if self.protocol == "auto" else self.protocol
         info = CollectionReport(ran, plan.epsilon, dataset.n, True, plan.recommended,
                                 plan.option(ran).predicted_tvd, plan.privacy, plan.warning)
-        return self._fit(reports, info, {"domain": t1 - t0, "collect": t2 - t1}, t0, categorical)
+        return self._fit(reports, info, {"domain": t1 - t0, "collect": t2 - t1}, t0, dtypes)
 
     def fit_reports(self, reports: "AnyReports") -> "Synthesizer":
         """Fit the model to collected reports (a real deployment).
@@ -273,7 +273,7 @@ class Synthesizer:
         return self._fit(reports, info, {}, t0)
 
     def _fit(self, reports: "AnyReports", info: CollectionReport, seconds: dict[str, float],
-             t0: float, categorical: dict | None = None) -> "Synthesizer":
+             t0: float, dtypes: dict | None = None) -> "Synthesizer":
         if info.warning:  # a weak budget (above 10 per record), as lopub collect and plan say too
             warnings.warn(info.warning.removeprefix("WARNING: "), UserWarning, stacklevel=3)
         t1 = time.perf_counter()
@@ -281,7 +281,7 @@ class Synthesizer:
         seconds.update(fit=time.perf_counter() - t1, total=time.perf_counter() - t0)
         self.model_ = result.model
         self.domain_ = result.model.domain
-        self.categoricals_ = categorical or {}
+        self.dtypes_ = dtypes or {}
         rounded = {k: round(v, 3) for k, v in seconds.items()}
         self.fit_report_ = SynthesizerReport(info, result.report, rounded)
         self.model_.meta["synthesizer"] = self._meta()
@@ -291,7 +291,7 @@ class Synthesizer:
         return self
 
     def _dataset(self, data: Any) -> tuple[Dataset, dict]:
-        """The records coded, and the input's categorical columns (:mod:`~lopub.pipeline.synth_dtypes`)."""
+        """The records coded, and the input's dtypes to give back (:mod:`~lopub.pipeline.synth_dtypes`)."""
         if isinstance(data, Dataset):
             if self.domain is not None and data.domain != self.domain:
                 raise DomainError("data (a Dataset) is coded against another domain than the "
@@ -323,8 +323,8 @@ class Synthesizer:
         Numbers, integers, booleans and dates come back as such (a binned
         number drawn uniformly within its bin) and missing values as missing
         (:func:`lopub.publish.synthesize.synthesize`); a pandas categorical column of the input as a
-        categorical with its ``ordered`` flag and its int or float categories
-        (:mod:`~lopub.pipeline.synth_dtypes`); ``labels=True`` gives the
+        categorical with its ``ordered`` flag and its int or float categories, a duration as a
+        duration (:mod:`~lopub.pipeline.synth_dtypes`); ``labels=True`` gives the
         category labels instead.  The same ``seed`` gives the same records
         (also after :meth:`save` / :meth:`load`).
         ``conditions = {attr: value}`` samples conditionally (SDV's
@@ -343,7 +343,7 @@ class Synthesizer:
             report = getattr(self, "fit_report_", None)
             n = (report.collection.n or None) if report is not None else None  # 0: unknown, the model's n
         out = synthesize(model, n, labels=labels, rng=resolve_rng(seed, "seed"), where=conditions or None)
-        return out if labels else _dtypes.restore(out, getattr(self, "categoricals_", {}))
+        return out if labels else _dtypes.restore(out, getattr(self, "dtypes_", {}))
 
     def query(self, attrs: str | Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (one name or a list; conditioned on ``where``); see
@@ -380,7 +380,7 @@ class Synthesizer:
             del params["random_state"]
         return {"format": FORMAT, "version": VERSION, "params": params,
                 "collection": self.fit_report_.collection.to_dict(),
-                "categorical": getattr(self, "categoricals_", {}),
+                "dtypes": getattr(self, "dtypes_", {}),
                 "seconds": dict(self.fit_report_.seconds)}
 
     def save(self, path: str | os.PathLike) -> None:
