@@ -43,7 +43,7 @@ import numpy as np
 from lopub._util import check_int, resolve_rng
 from lopub.io import atomic_write_text
 from lopub.oracles.base import check_values
-from lopub.oracles.longitudinal import LGRR, Longitudinal
+from lopub.oracles.longitudinal import LGRR, Longitudinal, LongitudinalUE
 from lopub.oracles.memo_state import (STATE_VERSION, check_key, check_mac, check_response, memo_key,
                                      read_state, state_mac)
 
@@ -103,6 +103,23 @@ def _atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_text(path, text)
 
 
+def os_instant(protocol: Longitudinal, permanent: Any, src: Any = None) -> Any:
+    """The instant round of one memoized response from OS random words (``src``: a
+    :class:`lopub.client.device.WordSource`, default the OS): GRR keeps the code with
+    ``p2``, else one of the ``k - 1`` others uniformly (as ``instant`` does); unary
+    encoding keeps a 1-bit with ``p2`` and sets a 0-bit with ``q2``, bit by bit."""
+    from lopub.client.device import WordSource, bernoulli, grr
+
+    src = WordSource() if src is None else src
+    if isinstance(protocol, LongitudinalUE):
+        bits = np.asarray(permanent, dtype=bool).ravel()
+        return np.array([bernoulli(protocol.p2 if b else protocol.q2, src) for b in bits], dtype=bool)
+    if isinstance(protocol, LGRR):
+        return grr(int(permanent), protocol.k, protocol.p2, src)
+    raise TypeError(f"protocol ({type(protocol).__name__}) has no device instant round; "
+                    "expected L-GRR or a unary longitudinal protocol")
+
+
 class DeviceClient:
     """One user's longitudinal client with memoized permanent responses.
 
@@ -156,10 +173,16 @@ class DeviceClient:
     def report(self, value: int, *, rng: np.random.Generator | int | None = None) -> Any:
         """One report: fresh instant response on the memoized permanent one.
 
-        ``rng=None`` (deployment) draws from OS entropy.
+        ``rng=None`` (deployment): every random word of the instant round comes
+        from :func:`os.urandom`, drawn as the device protocol of
+        :mod:`lopub.client.device` draws (exact Bernoulli digits, rejection-sampled
+        integers), never from a NumPy generator; with ``rng`` (simulation, tests)
+        the protocol's own vectorized ``instant`` round.
         """
-        perm = np.asarray([self.permanent_response(value)])
-        return self.protocol.instant(perm, rng=resolve_rng(rng))[0]
+        perm = self.permanent_response(value)
+        if rng is not None:
+            return self.protocol.instant(np.asarray([perm]), rng=resolve_rng(rng))[0]
+        return os_instant(self.protocol, perm)
 
     def state(self, extra: dict | None = None) -> dict:
         """JSON-serializable state, sealed with its MAC (:mod:`lopub.oracles.memo_state`).
