@@ -130,3 +130,20 @@ def test_durations_are_binned_seconds_and_come_back_as_durations(tmp_path):
     assert syn.dtypes_ == {"wait": {"type": "timedelta"}}
     syn.save(tmp_path / "s.json")
     pd.testing.assert_frame_equal(Synthesizer.load(tmp_path / "s.json").sample(300, seed=1), out)
+
+
+def test_columns_outside_a_given_domain_are_announced():
+    # before: left out of the model and the release without a word
+    from lopub import Synthesizer
+
+    df = _frame(200)
+    df["note"] = "x"
+    domain = infer_domain(df[["a"]])
+    with pytest.warns(UserWarning, match=r"^data columns \['b', 'note'\] \(2\) are not in the domain "
+                                         r"parameter: left out of the model and the release$"):
+        syn = Synthesizer(epsilon=4, rng=0, domain=domain).fit(df)
+    assert list(syn.sample(3, seed=0).columns) == ["a"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", category=Warning, message="release verdict")
+        Synthesizer(epsilon=4, rng=0, domain=domain).fit(df[["a"]])  # nothing left out: no warning

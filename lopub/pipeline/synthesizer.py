@@ -216,7 +216,7 @@ class Synthesizer:
         ----------
         data : DataFrame or Dataset
             The records (a DataFrame's columns are the attributes, named by
-            ``str(column)``; with a ``domain``, extra columns are ignored).
+            ``str(column)``; with a ``domain``, extra columns are ignored, with a warning).
 
         Returns
         -------
@@ -233,6 +233,9 @@ class Synthesizer:
             with caveats"; the message gives the reasons.
         RecordHeaderWarning
             Without a ``domain``: the column names look like a record (a CSV read without its names).
+        UserWarning
+            Without a ``domain``: a column left out (identifier-like) or constant (:func:`lopub.infer_domain`);
+            with one: the data's columns that it does not name.
         """
         self._check_params()
         t0 = time.perf_counter()
@@ -311,6 +314,11 @@ class Synthesizer:
         domain = self.domain
         if domain is None:
             domain = _declared_order(infer_domain(data, bins=self.bins), data)
+        extra = [c for c in data.columns if c not in domain.attrs]
+        if extra:  # documented (fit), and said: a release without a column the user gave
+            warnings.warn(f"data columns {extra[:10]}{' ...' if len(extra) > 10 else ''} ({len(extra)}) are "
+                          f"not in the domain parameter: left out of the model and the release", UserWarning,
+                          stacklevel=3)
         return Dataset.from_pandas(data, domain), _dtypes.record(data, domain)
 
     # using the model ---------------------------------------------------------
