@@ -101,12 +101,15 @@ def test_categorical_columns_come_back_with_their_order_and_number_categories(tm
     pd.testing.assert_frame_equal(back.sample(200, seed=1), out)
 
 
-def test_a_bad_categorical_record_in_a_file_is_named(tmp_path):
+def test_a_bad_dtypes_record_in_a_file_is_named():
     from lopub.pipeline.synth_dtypes import check
 
     assert check(None, "f") == {}
-    with pytest.raises(ValueError, match=r"^'x.json': meta\['synthesizer'\]\['dtypes'\] .* must map"):
-        check({"a": {"ordered": "yes", "type": "int"}}, "'x.json'")
+    good = {"a": {"type": "int", "ordered": False, "label": 0}, "b": {"type": "timedelta"}, "c": {"label": 2}}
+    assert check(good, "f") == good
+    for bad in ({"ordered": "yes", "type": "int"}, {"type": "str"}, {"label": True}, {}, {"label": 0, "x": 1}):
+        with pytest.raises(ValueError, match=r"^'x.json': meta\['synthesizer'\]\['dtypes'\] .* must map"):
+            check({"a": bad}, "'x.json'")
 
 
 def test_durations_are_binned_seconds_and_come_back_as_durations(tmp_path):
@@ -147,3 +150,23 @@ def test_columns_outside_a_given_domain_are_announced():
         warnings.simplefilter("error", UserWarning)
         warnings.filterwarnings("ignore", category=Warning, message="release verdict")
         Synthesizer(epsilon=4, rng=0, domain=domain).fit(df[["a"]])  # nothing left out: no warning
+
+
+def test_integer_column_labels_come_back(tmp_path):
+    # pandas.read_csv(path, header=None) labels columns 0, 1, ...; before, the release had the strings
+    # '0', '1' (release[0] a KeyError, pd.concat([df, release]) four columns)
+    from lopub import Synthesizer
+
+    df = _frame(300)
+    df.columns = range(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = Synthesizer(epsilon=8, rng=0).fit(df)
+    out = syn.sample(50, seed=1)
+    assert list(out.columns) == [0, 1] and list(syn.sample(5, seed=1, labels=True).columns) == [0, 1]
+    assert set(syn.sample(20, seed=2, conditions={0: "x"})[0]) == {"x"}
+    assert set(syn.sample(20, seed=2, conditions={"0": "x"})[0]) == {"x"}  # the attribute's name
+    assert list(syn.query("0").to_frame().columns[:1]) == ["0"]  # the model's names stay strings
+    syn.save(tmp_path / "s.json")
+    pd.testing.assert_frame_equal(Synthesizer.load(tmp_path / "s.json").sample(50, seed=1), out)
+    syn.report(tmp_path / "r.html", real=df)

@@ -11,6 +11,8 @@ its labels, and a duration (read as seconds, :func:`lopub.data.schema.infer_sche
   (``pd.Categorical([1, 2, 3])``) come back as those numbers, not the strings ``'1'``, ``'2'``.
   Other category types (``pd.cut``'s intervals, timestamps) keep their labels.
 * a ``timedelta64`` column: ``{"type": "timedelta"}``; the release's seconds become durations.
+* an integer column label (``pandas.read_csv(path, header=None)``: 0, 1, ...; the attribute is
+  named ``"0"``, ``"1"``): ``{"label": 0}``; the release's column is labelled ``0`` again.
 
 The record is ``meta["synthesizer"]["dtypes"]`` of a saved synthesizer (absent in older files: none).
 """
@@ -25,22 +27,23 @@ from lopub.data.domain import Domain
 TYPES = ("int", "float", "str", "timedelta")
 
 
-def record(df: pd.DataFrame, domain: Domain) -> dict[str, dict[str, Any]]:
+def record(df: pd.DataFrame, domain: Domain, labels: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
     """``{attribute: {"type", "ordered"}}`` of ``df``'s categorical columns that a release gives
-    as categoricals (attributes of kind text, not binned) and ``{"type": "timedelta"}`` of its
-    durations."""
-    out: dict[str, dict[str, Any]] = {}
+    as categoricals (attributes of kind text, not binned), ``{"type": "timedelta"}`` of its
+    durations, and ``"label"``, an attribute's integer column label in ``labels``."""
+    out: dict[str, dict[str, Any]] = {a: {"label": int(v)} for a, v in (labels or {}).items()
+                                      if a in domain.attrs}
     for a in domain.attributes:  # loop over columns
         col = df[a.name] if a.name in df.columns else None
         if not isinstance(col, pd.Series):
             continue
         if pd.api.types.is_timedelta64_dtype(col) and a.kind in ("integer", "number"):
-            out[a.name] = {"type": "timedelta"}
+            out.setdefault(a.name, {})["type"] = "timedelta"
         elif isinstance(col.dtype, pd.CategoricalDtype) and a.kind == "text" and a.binning is None:
             cats = col.cat.categories
             kind = ("int" if pd.api.types.is_integer_dtype(cats) else
                     "float" if pd.api.types.is_float_dtype(cats) else "str")
-            out[a.name] = {"type": kind, "ordered": bool(col.cat.ordered)}
+            out.setdefault(a.name, {}).update(type=kind, ordered=bool(col.cat.ordered))
     return out
 
 
@@ -48,13 +51,21 @@ def check(value: Any, where: str) -> dict[str, dict[str, Any]]:
     """A record read from a file (None: an older file, no record), checked."""
     if value is None:
         return {}
-    ok = isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, dict) and v.get("type") in TYPES
-        and (v["type"] == "timedelta" or isinstance(v.get("ordered"), bool)) for k, v in value.items())
+    ok = isinstance(value, dict) and all(isinstance(k, str) and _entry(v) for k, v in value.items())
     if not ok:
         raise ValueError(f"{where}: meta['synthesizer']['dtypes'] ({value!r}) must map column names "
-                         f"to {{'type': one of {list(TYPES)}, 'ordered': true/false (not for timedelta)}}")
+                         f"to {{'type': one of {list(TYPES)}, 'ordered': true/false (not for timedelta), "
+                         f"'label': an integer column label}} (type or label or both)")
     return value
+
+
+def _entry(v: Any) -> bool:
+    if not isinstance(v, dict) or not v or set(v) - {"type", "ordered", "label"}:
+        return False
+    label = v.get("label", 0)
+    if not isinstance(label, int) or isinstance(label, bool):
+        return False
+    return "type" not in v or (v["type"] in TYPES and (v["type"] == "timedelta" or isinstance(v.get("ordered"), bool)))
 
 
 def restore(df: pd.DataFrame, dtypes: dict[str, dict[str, Any]]) -> pd.DataFrame:
@@ -62,13 +73,25 @@ def restore(df: pd.DataFrame, dtypes: dict[str, dict[str, Any]]) -> pd.DataFrame
     labels do not all spell distinct numbers keeps its labels)."""
     for name, how in dtypes.items():  # loop over columns
         col = df[name] if name in df.columns else None
-        if not isinstance(col, pd.Series):
+        if not isinstance(col, pd.Series) or "type" not in how:
             continue
         if how["type"] == "timedelta" and pd.api.types.is_numeric_dtype(col):
             df[name] = pd.to_timedelta(col.astype(float), unit="s")
         elif how["type"] != "timedelta" and isinstance(col.dtype, pd.CategoricalDtype):
             df[name] = _categorical(col, how)
-    return df
+    return relabel(df, dtypes)
+
+
+def relabel(df: pd.DataFrame, dtypes: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """``df`` with the recorded integer column labels (a new frame when there are any)."""
+    labels = {a: how["label"] for a, how in dtypes.items() if "label" in how}
+    return df.rename(columns=labels) if labels else df
+
+
+def names(conditions: dict[Any, Any] | None, dtypes: dict[str, dict[str, Any]]) -> dict[Any, Any] | None:
+    """``conditions`` with integer column labels as the attributes' names (``{0: "x"}`` -> ``{"0": "x"}``)."""
+    back = {how["label"]: a for a, how in dtypes.items() if "label" in how}
+    return conditions if not (back and conditions) else {back.get(k, k): v for k, v in conditions.items()}
 
 
 def _categorical(col: pd.Series, how: dict[str, Any]) -> pd.Series:

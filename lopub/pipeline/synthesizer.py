@@ -17,8 +17,8 @@ File format of :meth:`Synthesizer.save`: a ``lopub-model`` file
 parameters (an ``rng`` or ``random_state`` Generator is stored as ``null``, a
 ``random_state`` of None is left out, as in files written before it; a ``domain``
 parameter as ``"model"``: the model's domain), the
-:class:`CollectionReport` and ``"dtypes"``, the input's pandas categorical and duration columns
-(:mod:`lopub.pipeline.synth_dtypes`); the fit report is the model's ``meta["fit"]``.
+:class:`CollectionReport` and ``"dtypes"``, the input's pandas categorical and duration columns and
+integer column labels (:mod:`lopub.pipeline.synth_dtypes`); the fit report is the model's ``meta["fit"]``.
 Any ``lopub`` command that reads a model reads this file.
 """
 from __future__ import annotations
@@ -110,8 +110,9 @@ class Synthesizer:
     domain_ : Domain
     fit_report_ : SynthesizerReport
     dtypes_ : dict
-        The input's pandas categorical and duration columns, ``{name: {"type", ...}}``
-        (:mod:`~lopub.pipeline.synth_dtypes`), which :meth:`sample` gives back as such.
+        The input's pandas categorical and duration columns and integer column labels,
+        ``{name: {"type", "ordered", "label"}}`` (:mod:`~lopub.pipeline.synth_dtypes`), which
+        :meth:`sample` gives back as such.
     verdict_ : Verdict or None
         Good / usable with caveats / not usable, with the reasons
         (:mod:`lopub.model.checks`); :meth:`fit` and :meth:`fit_reports`
@@ -216,7 +217,8 @@ class Synthesizer:
         ----------
         data : DataFrame or Dataset
             The records (a DataFrame's columns are the attributes, named by
-            ``str(column)``; with a ``domain``, extra columns are ignored, with a warning).
+            ``str(column)``, and :meth:`sample` gives integer labels back; with a ``domain``, extra
+            columns are ignored, with a warning).
 
         Returns
         -------
@@ -304,6 +306,7 @@ class Synthesizer:
             raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
         check_columns(data, "data")
         named = all(isinstance(c, str) for c in data.columns)
+        ints = {str(c): c for c in data.columns if isinstance(c, (int, np.integer)) and not isinstance(c, bool)}
         data = data.rename(columns=str)  # attribute names are strings (pd.read_csv(header=None): 0, 1, ...)
         if not named:  # no header row read as names: infer_domain does not weigh them as a record
             data.attrs = {**data.attrs, HEADER_CHECKED: True}
@@ -319,7 +322,7 @@ class Synthesizer:
             warnings.warn(f"data columns {extra[:10]}{' ...' if len(extra) > 10 else ''} ({len(extra)}) are "
                           f"not in the domain parameter: left out of the model and the release", UserWarning,
                           stacklevel=3)
-        return Dataset.from_pandas(data, domain), _dtypes.record(data, domain)
+        return Dataset.from_pandas(data, domain), _dtypes.record(data, domain, ints)
 
     # using the model ---------------------------------------------------------
     def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None, *,
@@ -332,7 +335,8 @@ class Synthesizer:
         number drawn uniformly within its bin) and missing values as missing
         (:func:`lopub.publish.synthesize.synthesize`); a pandas categorical column of the input as a
         categorical with its ``ordered`` flag and its int or float categories, a duration as a
-        duration (:mod:`~lopub.pipeline.synth_dtypes`); ``labels=True`` gives the
+        duration, a column labelled by an integer (``header=None``) under that label, as ``conditions``
+        take it (:mod:`~lopub.pipeline.synth_dtypes`); ``labels=True`` gives the
         category labels instead.  The same ``seed`` gives the same records
         (also after :meth:`save` / :meth:`load`).
         ``conditions = {attr: value}`` samples conditionally (SDV's
@@ -350,8 +354,10 @@ class Synthesizer:
         if n is None:
             report = getattr(self, "fit_report_", None)
             n = (report.collection.n or None) if report is not None else None  # 0: unknown, the model's n
-        out = synthesize(model, n, labels=labels, rng=resolve_rng(seed, "seed"), where=conditions or None)
-        return out if labels else _dtypes.restore(out, getattr(self, "dtypes_", {}))
+        dtypes = getattr(self, "dtypes_", {})
+        out = synthesize(model, n, labels=labels, rng=resolve_rng(seed, "seed"),
+                         where=_dtypes.names(conditions, dtypes) or None)
+        return _dtypes.relabel(out, dtypes) if labels else _dtypes.restore(out, dtypes)
 
     def query(self, attrs: str | Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (one name or a list; conditioned on ``where``); see
