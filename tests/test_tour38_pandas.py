@@ -150,6 +150,11 @@ def test_columns_outside_a_given_domain_are_announced():
         warnings.simplefilter("error", UserWarning)
         warnings.filterwarnings("ignore", category=Warning, message="release verdict")
         Synthesizer(epsilon=4, rng=0, domain=domain).fit(df[["a"]])  # nothing left out: no warning
+    df["id"] = [f"u{i}" for i in range(len(df))]  # inferred domain: infer_domain's own warning, once
+    with pytest.warns(UserWarning) as caught:
+        Synthesizer(epsilon=4, rng=0).fit(df.drop(columns="note"))
+    texts = [str(w.message) for w in caught if "release verdict" not in str(w.message)]
+    assert len(texts) == 1 and texts[0].startswith("column 'id': identifier-like")
 
 
 def test_integer_column_labels_come_back(tmp_path):

@@ -317,7 +317,7 @@ class Synthesizer:
         domain = self.domain
         if domain is None:
             domain = _declared_order(infer_domain(data, bins=self.bins), data)
-        extra = [c for c in data.columns if c not in domain.attrs]
+        extra = [c for c in data.columns if c not in domain.attrs] if self.domain is not None else []
         if extra:  # documented (fit), and said: a release without a column the user gave
             warnings.warn(f"data columns {extra[:10]}{' ...' if len(extra) > 10 else ''} ({len(extra)}) are "
                           f"not in the domain parameter: left out of the model and the release", UserWarning,
