@@ -175,3 +175,14 @@ def test_integer_column_labels_come_back(tmp_path):
     syn.save(tmp_path / "s.json")
     pd.testing.assert_frame_equal(Synthesizer.load(tmp_path / "s.json").sample(50, seed=1), out)
     syn.report(tmp_path / "r.html", real=df)
+
+
+def test_a_column_of_lists_is_an_error_naming_it():
+    # before: pandas' bare "TypeError: unhashable type: 'list'" from inside the kind inference
+    from lopub import Synthesizer
+
+    df = _frame(40)
+    df["tags"] = [["a", "b"], ["c"]] * 20
+    with pytest.raises(TypeError, match=r"^column 'tags': unhashable type: 'list' \(a cell holds a list, dict "
+                                        r"or set\); an attribute takes one value per cell: join them"):
+        Synthesizer(epsilon=4, rng=0).fit(df)

@@ -69,7 +69,8 @@ import pandas as pd
 
 from lopub._util import check_int
 from lopub.data._header import check_columns, warn_record_names
-from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, date_label, respelled_numbers
+from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, date_label, parse_numbers,
+                               respelled_numbers)
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
 from lopub.data.schema_kinds import _kind, _slash_dates
@@ -193,7 +194,7 @@ def infer_schema(
         if c not in df.columns:
             raise DomainError(f"column {c!r} is not in the data; columns are {list(df.columns)}")
     where = {c: f"column {k + 1} of {df.shape[1]}" for k, c in enumerate(df.columns)}
-    pairs = [_column(str(c), df[c], opts, keep_id=named, where=where[c]) for c in columns]
+    pairs = [_hashable(_column, str(c), df[c], opts, keep_id=named, where=where[c]) for c in columns]
     attrs = tuple(a for a, _ in pairs if a is not None)
     if not attrs:
         raise DomainError(f"no column is left for the domain: {[d.column for _, d in pairs]} are "
@@ -238,6 +239,18 @@ class _Options:
                 raise ValueError(f"bounds for column {k!r} ({list(v)}) must be two finite numbers low < high")
         return cls(bins, maxc, dict(edges or {}), bounds, missing,
                    frozenset(str(v).strip() for v in na_values), identifiers, read)
+
+
+def _hashable(column, name: str, *args, **kwargs):
+    """``column(name, ...)``, with pandas' bare "unhashable type: 'list'" made an error naming the column."""
+    try:
+        return column(name, *args, **kwargs)
+    except TypeError as exc:
+        if "unhashable" not in str(exc):
+            raise
+        raise TypeError(f"column {name!r}: {exc} (a cell holds a list, dict or set); an attribute takes one "
+                        f"value per cell: join them (df[{name!r}].str.join('|')) or explode the rows "
+                        f"(df.explode({name!r})) first") from None
 
 
 def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
@@ -336,7 +349,7 @@ def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str
     if kind == "text":
         text = present.astype(str).str.strip()
         distinct = text.nunique()
-        numeric = np.isfinite(pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)).mean()
+        numeric = np.isfinite(parse_numbers(text)).mean()
         return (f"{distinct} distinct values in {n} rows" if distinct >= 0.9 * n and numeric < 0.5
                 else None)
     if kind == "integer" and values is not None and n >= 1000:
