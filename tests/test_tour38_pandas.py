@@ -186,3 +186,16 @@ def test_a_column_of_lists_is_an_error_naming_it():
     with pytest.raises(TypeError, match=r"^column 'tags': unhashable type: 'list' \(a cell holds a list, dict "
                                         r"or set\); an attribute takes one value per cell: join them"):
         Synthesizer(epsilon=4, rng=0).fit(df)
+
+
+def test_a_noise_tvd_above_one_is_explained():
+    # 10,000 categories at epsilon 1 for 20,000 users: the verdict said "typical expected noise TVD 7.77
+    # per column", a distance above the largest one between two distributions, without a word
+    from lopub.model.checks import _noise_findings
+
+    kinds = {"swamped": ["hc", "c"], "flat": []}
+    (big,) = _noise_findings(kinds, {"hc": 7.77, "c": 7.77}, 2, 20_000, 1.0)
+    assert ("noise TVD 7.77 per column: the noise alone moves a column's table farther than 1, the largest "
+            "distance between two distributions); collect") in big.message
+    (small,) = _noise_findings(kinds, {"hc": 0.4, "c": 0.4}, 2, 300, 1.0)
+    assert "noise TVD 0.40 per column); collect" in small.message

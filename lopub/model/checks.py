@@ -208,10 +208,12 @@ def _noise_findings(kinds: dict[str, list[str]], noise: dict[str, float], inform
     if swamped and informative and len(swamped) >= HOPELESS_SHARE * informative:
         setting = (f"{n:,} users" if n else "these users") + (f" at epsilon {epsilon:g}" if epsilon else "")
         med = float(np.median([noise[a] for a in swamped]))
+        beyond = (": the noise alone moves a column's table farther than 1, the largest distance between "
+                  "two distributions") if med > 1 else ""
         out.append(Finding("hopeless", "fatal", f"The noise swamps the data: with {setting}, {len(swamped)} "
                            f"of {informative} columns are indistinguishable from uniform (typical expected "
-                           f"noise TVD {med:.2f} per column); collect from many more users or spend a larger "
-                           "epsilon.", {"columns": swamped, "noise_tvd": _r(med), "n": n, "epsilon": epsilon}))
+                           f"noise TVD {med:.2f} per column{beyond}); collect from many more users or spend a "
+                           "larger epsilon.", {"columns": swamped, "noise_tvd": _r(med), "n": n, "epsilon": epsilon}))
     elif swamped:
         out.append(Finding("no-information", "caveat", f"Column(s) {_names(swamped)} are indistinguishable "
                            "from uniform within their (large) noise: their released distribution is noise.",
