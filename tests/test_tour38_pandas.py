@@ -199,3 +199,16 @@ def test_a_noise_tvd_above_one_is_explained():
             "distance between two distributions); collect") in big.message
     (small,) = _noise_findings(kinds, {"hc": 0.4, "c": 0.4}, 2, 300, 1.0)
     assert "noise TVD 0.40 per column); collect" in small.message
+
+
+def test_a_column_of_bytes_fits():
+    # before: infer_schema's labels were "b'ab'" and the coding's 'ab' (pandas astype(str) decodes):
+    # DomainError "unknown categories ['ab', 'cd']; expected one of [\"b'ab'\", \"b'cd'\"]"
+    from lopub import Synthesizer
+
+    df = _frame(100)
+    df["raw"] = [b"ab", "é".encode()] * 50
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = Synthesizer(epsilon=4, rng=0).fit(df)
+    assert syn.domain_.labels("raw") == ("ab", "é")

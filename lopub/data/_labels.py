@@ -20,7 +20,10 @@ def _numeric_key(label: str) -> float | None:
 
 
 def _category_label(value: object) -> str:
-    """A category label: integral floats are written as integers (1.0 -> "1")."""
+    """A category label: integral floats are written as integers (1.0 -> "1"); bytes decoded as UTF-8, as
+    pandas' ``astype(str)`` does when a column is coded (b"ab" -> "ab", not "b'ab'")."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(value).strip()
@@ -39,8 +42,21 @@ def _numbers(col: pd.Series) -> np.ndarray | None:
         return col.to_numpy(dtype=float)
     if not (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)) or col.empty:
         return None
-    values = pd.to_numeric(col.astype(str).str.strip(), errors="coerce").to_numpy(dtype=float)
+    values = parse_numbers(col.astype(str).str.strip())
     return values if np.isfinite(values).all() else None
+
+
+def parse_numbers(text: pd.Series) -> np.ndarray:
+    """``pd.to_numeric(text, errors="coerce")`` as floats (NaN where a string is not a number),
+    parsing each distinct string once: pandas parses a string that is not a number slowly (2.4 s
+    for 10^6 cells of a text column, 0.03 s for its 8 distinct values)."""
+    try:  # all numbers: one fast pass (distinct values would cost a hash pass more)
+        return pd.to_numeric(text, errors="raise").to_numpy(dtype=float)
+    except (ValueError, TypeError):
+        codes, uniq = pd.factorize(text)
+        values = pd.to_numeric(pd.Series(np.asarray(uniq, dtype=object), dtype=object),
+                               errors="coerce").to_numpy(dtype=float)
+        return np.append(values, np.nan)[codes]  # code -1 (a missing cell): NaN
 
 
 def _natural_key(s: str):
