@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from lopub.data._header import check_columns, record_names_text
-from lopub.data._labels import NA_TOKENS, _numeric_key, date_days
+from lopub.data._labels import NA_TOKENS, _numeric_key, date_days, parse_numbers
 from lopub.data.domain import Attribute, Binning, Domain
 from lopub.data.marginal import Marginal
 from lopub.errors import DomainError
@@ -192,7 +192,7 @@ def _category_index(categories: Sequence[str]) -> pd.Index:
 def _bin_number_labels(labels: pd.Series, codes: np.ndarray, attr: Attribute) -> np.ndarray:
     """Codes of a binned attribute for string labels that spell numbers ("42", "3.5")."""
     todo = codes < 0
-    values = pd.to_numeric(labels[todo], errors="coerce").to_numpy(dtype=float)
+    values = parse_numbers(labels[todo])
     ok = np.isfinite(values)
     if not ok.any():
         return codes

@@ -278,7 +278,7 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
             notes.append(f"{t!r} ({int((marks == t).sum()):,} rows) may mark a missing value: kept as "
                          f"the category {t!r} (read it as missing with --na-values {t})")
     hint = _respelled_note(present, o.na) if kind == "text" else []
-    order = _slash_dates(present.astype(str).str.strip()) if kind == "text" else None
+    order = _slash_dates(pd.Series(present.astype(str).str.strip().unique())) if kind == "text" else None
     if order is not None:
         hint.append(f"the values look like dates ../../YYYY with {order}: kept as text; write them "
                     f"as YYYY-MM-DD to have them read as dates")

@@ -63,8 +63,8 @@ def _kind(raw: pd.Series, na: frozenset) -> tuple[str, np.ndarray | None, np.nda
     values = _numbers(rest)
     if values is not None and rest.size:
         return _int_or_number(values), values, missing | token, _NAIVE
-    labels = rest.astype(str).str.strip()
-    if labels.size and labels.isin(_BOOLEAN).all():
+    labels = pd.Series(rest.astype(str).str.strip().unique())  # the checks below hold for all rows
+    if labels.size and labels.isin(_BOOLEAN).all():  # when they hold for each distinct label
         return "boolean", None, missing, _NAIVE
     if labels.size and (labels.str.match(_ISO_DATE).all() or _slash_dates(labels) == "month first"):
         try:
