@@ -57,6 +57,8 @@ from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_ma
 from lopub.publish.report import verdict_block
 
 MAX_PAIR_ROWS = 300
+#: tables with more rows than this are collapsed (``<details>``)
+LONG_TABLE = 20
 #: the scores' baseline, named for its one-way tables (the verdict's uses the true ones)
 BASELINE = "Independence of the model's one-way marginals"
 CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;
@@ -286,6 +288,8 @@ def _scores(ctx: _Inputs) -> str:
             "pairs with little real association, where independence is already right.</p>")
     cols = _table(["Attribute", "1 - TVD (release)", "1 - TVD (model one-way)"],
                   [(a, _f(r["per_column"][a]), _f(b["per_column"][a])) for a in s["attrs"]])
+    if len(s["attrs"]) > LONG_TABLE:
+        cols = _details(f"Column Shapes per attribute ({len(s['attrs'])} attributes)", cols)
     return _section("scores", "Scores against the real data", table + note + cols)
 
 
@@ -331,16 +335,43 @@ def _mutual_information(ctx: _Inputs) -> str:
     never = unmeasured_mask(ctx.model, attrs) if ctx.model.graph is not None else None
     if never is not None and never.any():  # derived as independent, not estimated: grey, not 0
         est[never] = np.nan
-    panels = {f"MI {label}": est}
+    panels = {f"MI {label}": est} if np.isfinite(est).any() else {}  # an all-grey panel shows nothing
     if ctx.real is not None:
         panels["MI of the real data"] = pair_matrix(ctx.real_scores["pairs"], attrs, "real_mi")
-    pic = figures.heatmaps(panels, attrs, label="mutual information (nats)")
-    return _section("mutual-information", "Mutual information",
-                    "<p>Pairwise mutual information in nats (grey: not computed"
-                    + (f"; in the MI estimated from the reports, also the {int(never.sum()) // 2} pairs "
-                       "the collection never measured, which the model takes as independent"
-                       if never is not None and never.any() else "") + ").</p>"
-                    + _img(pic, "mutual information heatmaps"))
+    unmeasured = int(never.sum()) // 2 if never is not None else 0
+    if not np.isfinite(est).any():
+        text = (f"No MI {label} is shown: the collection measured no pair of attributes"
+                + (f" (the model takes all {unmeasured} pairs as independent)" if unmeasured else "") + "."
+                + (" Below, the real data's MI in nats (grey: not computed)." if panels else ""))
+    else:
+        text = ("Pairwise mutual information in nats (grey: not computed"
+                + (f"; in the MI estimated from the reports, also the {unmeasured} pairs the collection "
+                   "never measured, which the model takes as independent" if unmeasured else "") + ")."
+                + _noise_note(ctx.model, est, attrs))
+    text = f"<p>{_e(text)}</p>"
+    pic = _img(figures.heatmaps(panels, attrs, label="mutual information (nats)"),
+               "mutual information heatmaps") if panels else ""
+    return _section("mutual-information", "Mutual information", text + pic)
+
+
+def _noise_note(model: Any, est: np.ndarray, attrs: list[str]) -> str:
+    """Why the MI estimated from noisy reports can be large where the graph has no edge."""
+    dg = model.graph
+    if dg is None or not dg.tests:
+        return ""
+    where = {a: i for i, a in enumerate(attrs)}
+    best: tuple[float, str, str] | None = None
+    for key, test in dg.tests.items():
+        a, b = sorted(key, key=where.__getitem__)
+        v = est[where[a], where[b]]
+        if test.get("reason") == "not significant" and np.isfinite(v) and (best is None or v > best[0]):
+            best = (float(v), a, b)
+    if best is None:
+        return ""
+    return (f" MI estimated from noisy reports is inflated by their noise, and the more so the more "
+            f"categories a pair has: the graph's edges come from a test of each pair against its own noise "
+            f"(structure rule {dg.structure}), not from this picture. The largest estimated MI among the "
+            f"pairs that test found within their noise is {best[0]:.3g} nats ({best[1]}, {best[2]}).")
 
 
 def _structure(ctx: _Inputs) -> str:
