@@ -247,8 +247,8 @@ def _model_section(ctx: _Inputs) -> str:
             ("Independent components", len(m.tree.roots))]
     mf = fit.get("model_fit") if isinstance(fit.get("model_fit"), dict) else None
     if mf is not None:
-        rows.append(("Model fit", f"loss {_f(mf.get('loss'), 4)}, {mf.get('iterations')} iterations, "
-                                  + ("converged" if mf.get("converged") else not_converged(mf, fit.get("verdict")))))
+        state = "converged" if mf.get("converged") else not_converged(mf, fit.get("verdict"), python=True)
+        rows.append(("Model fit", f"loss {_f(mf.get('loss'), 4)}, {mf.get('iterations')} iterations, {state}"))
     avd = m.meta.get("calibration_avd") or [None] * len(m.cliques)
     calibrated = mf is None  # separately estimated cliques: the AVD measures their disagreement
     head = ["Clique", "Attributes", "Cells", "Separator", "Reports per cell"] + (

@@ -34,7 +34,7 @@ def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n:
                f"Whatever anyone does with the reports, the probability of any report changes by at "
                f"most a factor e^epsilon = {_exp(eps)} when one person's record is replaced by any "
                f"other. The model and the synthetic data are computed from the reports alone, so they "
-               f"carry the same guarantee (post-processing).", epsilon_meaning(eps)]
+               f"carry the same guarantee (post-processing).", epsilon_meaning(eps, bloom=False)]
     else:
         eps = float(collection["epsilon_per_record"])
         out = [f"Every record was sent by its owner as a LoPub report: each attribute is hashed into "
@@ -100,14 +100,17 @@ def shuffle_note(collection: dict[str, Any] | None, n: int | None, delta: float 
             f"every user sent exactly one report and the shuffler was trusted.")
 
 
-def epsilon_meaning(eps: float) -> str:
-    """One sentence on what a per-record epsilon means in practice."""
+def epsilon_meaning(eps: float, *, bloom: bool = True) -> str:
+    """One sentence on what a per-record epsilon means in practice (``bloom``: LoPub Bloom reports,
+    whose epsilon f and h set; else a frequency oracle run at the whole budget)."""
     if eps > HIGH_EPSILON:
+        lower = ("raise f or use fewer hash functions h to lower epsilon" if bloom else
+                 "collect again with a smaller per-record epsilon (lopub collect --epsilon)")
         return (f"A per-record epsilon above {HIGH_EPSILON:g} (here {eps:.3g}, e^epsilon = "
                 f"{_exp(eps)}) is a nominal guarantee only: a report may be more than e^10 = 22,026 "
                 f"times more likely under a person's true record than under another, so an observer can "
                 f"learn a person's attribute values almost exactly. Treat this release as offering "
-                f"no meaningful protection; raise f or use fewer hash functions h to lower epsilon.")
+                f"no meaningful protection; {lower}.")
     if eps > 1.0:
         return (f"A per-record epsilon of {eps:.3g} bounds what an observer learns about one "
                 f"person by a factor of {_exp(eps)} in odds: a moderate guarantee.")
@@ -150,17 +153,20 @@ def release_warnings(model: Any, *, synthetic_n: int | None, real_n: int | None)
     return out
 
 
-def not_converged(mf: dict[str, Any], verdict: Any = None) -> str:
+def not_converged(mf: dict[str, Any], verdict: Any = None, *, python: bool = False) -> str:
     """The model fit's state when not converged, consistent with why it stopped
     (:func:`lopub.model.pgm.fit.why_not_converged`).  With the fit's ``verdict`` (its dict) and
     a convergence finding that is only a note (the model already fits its measurements within
-    their noise, so the fit warns of nothing), it says so instead of alarming."""
+    their noise, so the fit warns of nothing), it says so instead of alarming.  ``python``: the
+    advice to raise max_iter also gives the Python call (the report's; the CLI's names its flag)."""
     findings = verdict.get("findings") if isinstance(verdict, dict) else None
     if any(isinstance(f, dict) and f.get("check") == "convergence" and f.get("severity") == "info"
            for f in findings or ()):
         return (f"not converged ({why_not_converged(mf.get('stop'), mf.get('gap'))}; harmless: it "
                 "already fits its measurements within their noise)")
     advice = "; raise max_iter: lopub fit --max-iter" if mf.get("stop") == "max_iter" else ""
+    if advice and python:  # the report is read by Python users too; the CLI's line names its flag
+        advice += " N, in Python fit(..., fit_options={'max_iter': N})"
     return f"NOT converged ({why_not_converged(mf.get('stop'), mf.get('gap'))}{advice})"
 
 

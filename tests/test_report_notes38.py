@@ -1,0 +1,50 @@
+"""Report text that was false or one-sided for some releases (session-38 report tour)."""
+from __future__ import annotations
+
+from lopub.publish.report.notes import not_converged, privacy_statement
+
+
+def _marginals(eps: float) -> dict:
+    return {"protocol": "marginals", "epsilon_per_record": eps, "subsets": [["a"], ["b"]],
+            "oracles": ["grr", "grr"]}
+
+
+def test_high_epsilon_advice_of_marginal_sampling_names_epsilon_not_bloom_parameters():
+    text = " ".join(privacy_statement(_marginals(12.0), real_shown=False))
+    assert "no meaningful protection" in text
+    assert "hash functions" not in text and "raise f" not in text  # marginal sampling has no f, no h
+    assert "collect again with a smaller per-record epsilon (lopub collect --epsilon)" in text
+
+
+def test_high_epsilon_advice_of_bloom_reports_keeps_f_and_h():
+    bloom = {"protocol": "bloom", "epsilon_per_record": 16.0, "f": 0.7}
+    assert "raise f or use fewer hash functions h" in " ".join(privacy_statement(bloom, real_shown=False))
+
+
+def test_max_iter_advice_gives_the_python_way_too():
+    text = not_converged({"stop": "max_iter", "gap": 5.0e4}, python=True)  # as the report calls it
+    assert "lopub fit --max-iter N" in text and "fit_options={'max_iter': N}" in text
+    assert not_converged({"stop": "max_iter", "gap": 5.0e4}).endswith("lopub fit --max-iter)")  # the CLI's
+
+
+def test_the_reports_model_table_gives_the_python_way():
+    import warnings
+
+    import numpy as np
+
+    from lopub.collect import collect
+    from lopub.data.dataset import Dataset
+    from lopub.data.domain import Domain
+    from lopub.pipeline.steps import fit
+    from lopub.publish.report import build_report
+
+    rng = np.random.default_rng(0)
+    dom = Domain.from_categories({a: ["x", "y", "z"] for a in "abcd"})
+    a = rng.integers(0, 3, 4000)
+    data = Dataset(np.column_stack([a, a, rng.integers(0, 3, 4000), a]), dom)
+    reports, _ = collect(data, 4.0, protocol="marginals", rng=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit(reports, fit_options={"max_iter": 2}).model
+    assert model.meta["fit"]["model_fit"]["stop"] == "max_iter"
+    assert "in Python fit(..., fit_options={&#x27;max_iter&#x27;: N})" in build_report(model)
