@@ -48,3 +48,25 @@ def test_the_reports_model_table_gives_the_python_way():
         model = fit(reports, fit_options={"max_iter": 2}).model
     assert model.meta["fit"]["model_fit"]["stop"] == "max_iter"
     assert "in Python fit(..., fit_options={&#x27;max_iter&#x27;: N})" in build_report(model)
+
+
+def test_privacy_statement_after_a_screen_says_how_its_users_reported():
+    import numpy as np
+
+    from lopub.collect import collect
+    from lopub.pipeline.steps import fit
+    from lopub.publish.report import build_report
+    from test_collect_twophase import chain_data
+
+    data = chain_data(2000, sizes=(2, 2, 2, 2, 2))  # the screen (10 % of the users) picks Bloom
+    reports, _ = collect(data, 16.0, rng=0)
+    model = fit(reports, warn=False).model
+    screened = model.users - model.n
+    assert screened > 0
+    page = build_report(model)
+    privacy = page[page.index('<section id="privacy">'):page.index('<section id="protocol">')]
+    assert "Every user behind the release sent their record as a LoPub report" in privacy
+    assert (f"The {screened:,} users of the screen that chose the plan are not among those reports: each "
+            "of them reported once under the screen&#x27;s own attribute sets instead") in privacy
+    plain = " ".join(privacy_statement(_marginals(2.0), real_shown=False))  # no screen: no such sentence
+    assert "Every user was assigned" in plain and "screen" not in plain

@@ -197,9 +197,11 @@ def _warnings(ctx: _Inputs) -> str:
 
 
 def _privacy(ctx: _Inputs) -> str:
-    n = ctx.model.n if isinstance(ctx.model.n, int) else None
-    paras = privacy_statement(collection_of(ctx.model), real_shown=ctx.real is not None, n=n,
-                              domain=ctx.model.domain)
+    m = ctx.model
+    n = m.n if isinstance(m.n, int) else None
+    screened = m.users - n if n is not None and isinstance(m.users, int) and m.users > n else 0
+    paras = privacy_statement(collection_of(m), real_shown=ctx.real is not None, n=n, domain=m.domain,
+                              screened=screened)
     return _section("privacy", "Privacy statement", "".join(f"<p>{_e(p)}</p>" for p in paras))
 
 

@@ -17,9 +17,11 @@ SHUFFLE_DELTA = 1e-6
 
 
 def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n: int | None = None,
-                      domain: Any = None) -> list[str]:
+                      domain: Any = None, screened: int = 0) -> list[str]:
     """Paragraphs saying what privacy the release has, from the model's collection parameters and
-    the provenance of its ``domain`` (:data:`lopub.data.domain.INFERRED`: computed from the records)."""
+    the provenance of its ``domain`` (:data:`lopub.data.domain.INFERRED`: computed from the records);
+    ``screened``: users of a screen that chose the plan, whose reports are not part of the release."""
+    who = "Every user behind the release" if screened > 0 else "Every user"
     if collection is None:
         out = ["No collection parameters are recorded in this model: it was not fitted from "
                "locally private reports (for example, it was fitted from the exact marginals of "
@@ -27,7 +29,7 @@ def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n:
                "sampled from it may be published as private."]
     elif collection.get("protocol") == "marginals":
         eps = float(collection["epsilon_per_record"])
-        out = [f"Every user was assigned one of {len(collection['subsets'])} public attribute sets "
+        out = [f"{who} was assigned one of {len(collection['subsets'])} public attribute sets "
                f"(marginal sampling) and reported only that set's joint value, randomized by a "
                f"frequency oracle ({', '.join(sorted(set(collection['oracles'])))}) at the whole "
                f"budget: epsilon-local differential privacy with epsilon = {eps:.3g} per record. "
@@ -37,7 +39,7 @@ def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n:
                f"carry the same guarantee (post-processing).", epsilon_meaning(eps, bloom=False)]
     else:
         eps = float(collection["epsilon_per_record"])
-        out = [f"Every record was sent by its owner as a LoPub report: each attribute is hashed into "
+        out = [f"{who} sent their record as a LoPub report: each attribute is hashed into "
                f"a Bloom filter of m bits by h hash functions and every bit is kept with probability "
                f"1 - f, otherwise replaced by a fair coin (f = {collection['f']:g}). This is "
                f"epsilon-local differential privacy with epsilon = 2 h ln((2 - f) / f) per attribute, "
@@ -47,6 +49,11 @@ def privacy_statement(collection: dict[str, Any] | None, *, real_shown: bool, n:
                f"and the synthetic data are computed from the reports alone, so they carry the same "
                f"guarantee (post-processing); nothing else about a person is protected by it.",
                epsilon_meaning(eps)]
+    if collection is not None and screened > 0:
+        out.insert(1, f"The {screened:,} users of the screen that chose the plan are not among those "
+                      f"reports: each of them reported once under the screen's own attribute sets "
+                      f"instead (one set's joint value, randomized by a frequency oracle at the same "
+                      f"per-record epsilon); their reports chose the plan and are not part of the release.")
     shuffled = shuffle_note(collection, n)
     if shuffled:
         out.append(shuffled)
