@@ -22,6 +22,7 @@ import numpy as np
 from lopub._util import check_int, resolve_rng
 from lopub.dependency.cache import query_source
 from lopub.data.marginal import Marginal
+from lopub.data.pairs import pair_source
 
 
 def tvd(p: Marginal, q: Marginal) -> float:
@@ -91,6 +92,7 @@ def average_tvd(real: Any, synthetic: Any, k: int = 2, *, subsets: int | None = 
     """
     attrs = list(_domain_of(real).attrs if attrs is None else attrs)
     sets = k_subsets(attrs, k, subsets, rng=rng)
+    real, synthetic = pair_source(real, sets), pair_source(synthetic, sets)  # all pairs at once
     per = [(s, tvd(query_source(real, list(s)), query_source(synthetic, list(s)))) for s in sets]
     vals = np.array([v for _, v in per])
     return {"k": k, "subsets": len(per), "mean": float(vals.mean()), "max": float(vals.max()),
