@@ -83,3 +83,11 @@ def test_the_models_figure_is_shown_only_where_it_differs_visibly_from_the_recor
     near = _data([[0.2501, 0.2499], [0.2499, 0.2501]], 10_000)  # TVD 0.4998: both read 0.500
     message = real_data_finding(near, real, model).message
     assert "closer by chance" not in message and "TVD 0.500 against" in message
+
+
+def test_records_farther_than_their_model_show_the_models_figure_too():
+    real = _data([[0.4, 0.1], [0.1, 0.4]], 1_000)
+    model = _independent_model(0.5, 0.5)  # 0.3 from the truth
+    worse = _data([[0.1, 0.4], [0.4, 0.1]], 1_000)  # records far off their model: 0.6
+    message = real_data_finding(worse, real, model).message
+    assert "mean 2-way TVD 0.600 against the true data (the model the records were sampled from: 0.300;" in message

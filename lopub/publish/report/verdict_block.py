@@ -121,10 +121,12 @@ def real_data_finding(release: Any, real: Any, model: Any = None) -> Finding:
     judged = r if u["model"] is None else max(r, u["model"])
     figs = {k: v if isinstance(v, (bool, int)) or v is None else float(f"{v:.4g}") for k, v in u.items()}
     measured = f"mean 2-way TVD {r:.3f} against the true data"
-    if u["model"] is not None and u["model"] > r and f"{u['model']:.3f}" != f"{r:.3f}":
+    if u["model"] is not None and f"{u['model']:.3f}" != f"{r:.3f}":
         measured = (f"mean 2-way TVD {u['model']:.3f} against the true data (the model the records were "
                     f"sampled from; the records themselves {r:.3f}, closer by chance: a sample holds no "
-                    f"more about the truth than its model)")
+                    f"more about the truth than its model)" if u["model"] > r else
+                    f"{measured} (the model the records were sampled from: {u['model']:.3f}; the records "
+                    f"are what is published)")
     text = (f"{measured}, where the independence of the true one-way marginals gives {i:.3f} and the "
             f"uniform distribution {un:.3f}")
     n = getattr(real, "n", None)
