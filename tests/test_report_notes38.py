@@ -70,3 +70,19 @@ def test_privacy_statement_after_a_screen_says_how_its_users_reported():
             "of them reported once under the screen&#x27;s own attribute sets instead") in privacy
     plain = " ".join(privacy_statement(_marginals(2.0), real_shown=False))  # no screen: no such sentence
     assert "Every user was assigned" in plain and "screen" not in plain
+
+
+def test_no_associated_pair_is_explained_not_a_bare_na():
+    import numpy as np
+
+    from lopub.data.dataset import Dataset
+    from lopub.data.domain import Domain
+    from lopub.publish.report import build_report
+    from test_report_verdict_truth import _independent_model
+
+    rng = np.random.default_rng(3)
+    dom = Domain.from_categories({"a": ["0", "1"], "b": ["0", "1"]})
+    real = Dataset(np.column_stack([rng.random(2000) < 0.2, rng.random(2000) < 0.7]).astype(int), dom)
+    page = build_report(_independent_model(0.2, 0.7), real=real)  # independent: Cramer's V near 0
+    assert "<td>n/a: no pair&#x27;s real Cramer&#x27;s V is above 0.3</td>" in page
+    assert "Column Pair Trends (no associated pair: Column Shapes alone)" in page

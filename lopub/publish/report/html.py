@@ -176,8 +176,10 @@ def _summary(ctx: _Inputs) -> str:
                     else f"{float(coll['epsilon_per_record']):.4g}"))
     if ctx.scores is not None:
         r = ctx.scores["release"]
+        none = (f"n/a: no pair's real Cramer's V is above {SDMETRICS_ASSOCIATION_THRESHOLD:g}"
+                if not r["associated_pairs"] else None)
         rows += [("Column Shapes (SDMetrics)", _f(r["column_shapes"])),
-                 ("Column Pair Trends, associated pairs (SDMetrics)", _f(r["column_pair_trends_associated"])),
+                 ("Column Pair Trends, associated pairs (SDMetrics)", none or _f(r["column_pair_trends_associated"])),
                  ("Mean 2-way TVD, all pairs (lopub)", _f(r["mean_pair_tvd"]))]
     note = "" if not ctx.left_out else (
         f"<p class=\"note\">Real data: {len(ctx.left_out)} column(s) the model does not hold were left "
@@ -275,7 +277,8 @@ def _scores(ctx: _Inputs) -> str:
             (f"Column Pair Trends, associated pairs ({r['associated_pairs']} of {r['pairs_total']})",
              f"SDMetrics QualityReport: only pairs whose real Cramer's V > {th:g}",
              r["column_pair_trends_associated"], b["column_pair_trends_associated"]),
-            ("Overall", "SDMetrics QualityReport: mean of Column Shapes and the associated-pairs Column Pair Trends",
+            ("Overall", "SDMetrics QualityReport: mean of Column Shapes and the associated-pairs Column Pair Trends"
+             + ("" if r["associated_pairs"] else " (no associated pair: Column Shapes alone)"),
              r["overall"], b["overall"]),
             ("Mean 2-way TVD, all pairs", "lopub evaluate (lower is better)", r["mean_pair_tvd"], b["mean_pair_tvd"]),
             ("Max 2-way TVD", "worst pair (lower is better)", r["max_pair_tvd"], b["max_pair_tvd"])]
