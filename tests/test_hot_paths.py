@@ -127,3 +127,35 @@ def test_evaluate_counts_all_pairs_of_a_wide_dataset_in_one_product(monkeypatch)
     assert calls.count(2) == 2 * 435
     assert got["mean"] == want["mean"] and got["max"] == want["max"]
     assert got["per_subset"] == want["per_subset"]
+
+
+def test_report_against_the_true_data_counts_the_pairs_of_a_wide_dataset_in_products(monkeypatch):
+    # the report's scores (pair trends) and verdict (real_utility) projected every pair of the
+    # true data and of the release, one pass each: 300 binary attributes at 10^6 records, hours
+    import warnings
+    from lopub.pipeline.steps import fit
+    from lopub.publish.report import build_report
+    from lopub.publish.synthesize import synthesize
+    real = _coded(600, [2] * 16, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit(estimator=real, phi=0.4).model
+        synthetic = synthesize(model, rng=3)
+    calls: list[int] = []
+    real_project = Dataset.project
+
+    def spy(self, attrs):
+        calls.append(len(attrs))
+        return real_project(self, attrs)
+
+    monkeypatch.setattr(Dataset, "project", spy)
+    monkeypatch.setattr(Dataset, "marginal", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = build_report(model, synthetic, real)
+        assert calls.count(2) == 0, calls.count(2)
+        import lopub.data.pairs as pairs
+        monkeypatch.setattr(pairs, "MAX_WIDTH", 0)  # the pass per pair
+        want = build_report(model, synthetic, real)
+    assert calls.count(2) >= 3 * 120  # 120 pairs: real twice, release at least once
+    assert got == want

@@ -43,6 +43,7 @@ import numpy as np
 from lopub.dependency.cache import query_source
 from lopub.dependency.mi import mutual_information
 from lopub.data.marginal import Marginal
+from lopub.data.pairs import pair_source
 
 SDMETRICS_ASSOCIATION_THRESHOLD = 0.3
 
@@ -96,7 +97,9 @@ class IndependenceRelease:
 
 def pair_tables(source: Any, attrs: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
     """The 2-way table of every pair of ``attrs`` (in that order) from ``source``."""
-    return {(a, b): query_source(source, [a, b]).values for a, b in itertools.combinations(attrs, 2)}
+    pairs = list(itertools.combinations(attrs, 2))
+    source = pair_source(source, pairs)  # a wide Dataset: every pair in one product
+    return {(a, b): query_source(source, [a, b]).values for a, b in pairs}
 
 
 def column_shapes(real: Any, synthetic: Any, attrs: Sequence[str] | None = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.stats import chi2
 
+from lopub.data.pairs import pair_source
 from lopub.dependency.mi import mutual_information
 from lopub.model.verdict import CAVEATS, GOOD, NOT_USABLE, Finding, Verdict, verdict_of
 
@@ -61,6 +62,7 @@ def real_utility(release: Any, real: Any, attrs: Sequence[str] | None = None, *,
     attrs = list(real.domain.attrs if attrs is None else attrs)
     one = {a: np.asarray(real.project([a]).values, dtype=float) for a in attrs}
     sets = [list(p) for p in itertools.combinations(attrs, 2)] or [[a] for a in attrs]
+    real, release = pair_source(real, sets), pair_source(release, sets)  # a wide Dataset: one product
     rel, ind, uni, mod, tables = [], [], [], [], []
     for s in sets:
         truth = np.asarray(real.project(s).values, dtype=float)
