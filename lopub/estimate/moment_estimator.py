@@ -28,7 +28,7 @@ from lopub.estimate import moment as _moment
 from lopub.estimate import moment_stats as _stats
 from lopub.estimate.base import BloomEstimator
 from lopub.estimate.options import Options, integer, one_of, option, real, scheduler_options
-from lopub.estimate.parallel import map_chunks, map_sets, resolve_jobs
+from lopub.estimate.parallel import iter_chunks, map_sets, resolve_jobs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +112,7 @@ class MomentEstimator(BloomEstimator):
         free = self.options.memory_budget - self.reports.nbytes
         jobs = int(max(1, min(jobs, free // max(per_job, 1))))
         shown = None if progress is None else (lambda d, t: progress(stage, d, t))
-        return _stats.add_sums(map_chunks(self.reports, fn, chunk, jobs, progress=shown))
+        return _stats.add_sums(iter_chunks(self.reports, fn, chunk, jobs, progress=shown))  # as they come
 
     def _estimate_many(self, keys: list[tuple[str, ...]], jobs: int, progress, stage: str) -> None:
         self.prepare(keys, jobs=jobs, progress=progress, stage=f"{stage}: sums over users")

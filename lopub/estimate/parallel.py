@@ -87,27 +87,33 @@ def _run_chunk(bounds: tuple[int, int]):
 def map_chunks(reports: Any, fn: Callable, chunk: int, jobs: int,
                progress: Callable[[int, int], Any] | None = None) -> list:
     """``[fn(bits of users a:b)]`` for consecutive chunks of ``chunk`` users, in chunk order."""
+    return list(iter_chunks(reports, fn, chunk, jobs, progress))
+
+
+def iter_chunks(reports: Any, fn: Callable, chunk: int, jobs: int,
+                progress: Callable[[int, int], Any] | None = None) -> Iterator[Any]:
+    """:func:`map_chunks` one result at a time, in chunk order: a caller that adds them up as
+    they come holds one chunk's result, not all of them (a moment pass's Gram matrices are
+    K x K per chunk)."""
     bounds = [(a, min(a + chunk, reports.n)) for a in range(0, reports.n, chunk)]
-    out: list = []
     if jobs <= 1 or len(bounds) <= 1 or not can_fork():
 
         with single_thread_blas():
             for i, (a, b) in enumerate(bounds):  # chunks of users
-                out.append(fn(reports.bits(a, b)))
+                yield fn(reports.bits(a, b))
                 if progress is not None:
                     progress(i + 1, len(bounds))
-        return out
+        return
     _STATE.update(chunk_fn=fn, reports=reports)
     try:
         with _pool(min(jobs, len(bounds))) as pool:
             for i, part in enumerate(pool.imap(_run_chunk, bounds)):  # keeps chunk order
-                out.append(part)
+                yield part
                 if progress is not None:
                     progress(i + 1, len(bounds))
     finally:
         _STATE.pop("chunk_fn", None)
         _STATE.pop("reports", None)
-    return out
 
 
 def shared_array(shape: tuple[int, ...]) -> Any:
