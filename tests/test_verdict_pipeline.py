@@ -54,6 +54,35 @@ def test_hopeless_release_warns_in_python(hopeless, tmp_path):
     assert Synthesizer.load(tmp_path / "s.json").verdict_ == syn.verdict_
 
 
+
+def test_synthesizer_warns_the_verdict_once(hopeless):
+    _, _, caught = hopeless
+    assert len([w for w in caught if issubclass(w.category, ReleaseQualityWarning)]) == 1
+
+
+def test_python_fit_warns_the_verdict_as_lopub_fit_prints_it():
+    """``lopub.fit`` (the Python face of ``lopub fit``) warns a verdict that is not good, with the
+    reasons the CLI prints; silent on a good release and with ``warn=False`` (the CLI's own call)."""
+    from lopub.collect import collect
+    from lopub.pipeline.steps import fit
+
+    hopeless_reports, _ = collect(embedded(2_000, rng=1), 0.3, protocol="one-attribute", rng=1)
+    with pytest.warns(ReleaseQualityWarning, match="not usable") as caught:
+        result = fit(hopeless_reports)
+    assert len([w for w in caught if issubclass(w.category, ReleaseQualityWarning)]) == 1
+    assert "noise swamps the data" in str(caught[0].message)
+    assert result.report.verdict["level"] == NOT_USABLE
+    with warnings.catch_warnings(record=True) as quiet:
+        warnings.simplefilter("always")
+        fit(hopeless_reports, warn=False)
+    assert not [w for w in quiet if issubclass(w.category, ReleaseQualityWarning)]
+    good_reports, _ = collect(embedded(20_000, rng=0), 8, rng=0)
+    with warnings.catch_warnings(record=True) as quiet:
+        warnings.simplefilter("always")
+        assert fit(good_reports).report.verdict["level"] == GOOD
+    assert not [w for w in quiet if issubclass(w.category, ReleaseQualityWarning)]
+
+
 def _section_order(page: str) -> list[str]:
     return [part.split('"', 1)[0] for part in page.split('<section id="')[1:]]
 

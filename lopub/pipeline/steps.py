@@ -20,6 +20,7 @@ McKenna, Sheldon, Miklau, ICML 2019 (model fitted to measurements).
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Mapping
 
 import networkx as nx
@@ -32,6 +33,7 @@ from lopub.dependency.structure import STRUCTURES, structure_graph  # noqa: F401
 from lopub.dependency.junction import JunctionTree, junction_tree
 from lopub.data.domain import Domain
 from lopub.errors import BudgetError
+from lopub.model.verdict import GOOD, ReleaseQualityWarning
 from lopub.model.verdict_inputs import fit_verdict, unmeasured_pairs
 from lopub.model.fit_result import FitReport, FitResult
 from lopub.model.graphical import Model
@@ -172,7 +174,11 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
         :class:`MarginalCache`, a Dataset for exact marginals in tests...).
     warn : bool
         ``UserWarning`` when edges are dropped for the clique budget (always
-        listed in ``report.dropped_edges``).
+        listed in ``report.dropped_edges``), and a
+        :class:`~lopub.model.verdict.ReleaseQualityWarning` when the release's
+        verdict is not "good" (a fit that did not converge where it matters, a
+        release no better than independence...: ``report.verdict``, what
+        ``lopub fit`` prints).
 
     Notes
     -----
@@ -267,6 +273,8 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
                                            for f in verdict.findings):
         # not when it already fits its measurements within their noise (the verdict's note says so)
         report.warnings.insert(0, not_converged_note(mf["stop"], mf["iterations"], mf.get("gap")))
+    if warn and verdict.level != GOOD:  # a Python caller hears the verdict that lopub fit prints
+        warnings.warn(verdict.warning_text(), ReleaseQualityWarning, stacklevel=2)
     model.meta["fit"] = report.to_dict()
     return FitResult(model, report)
 

@@ -282,7 +282,9 @@ class Synthesizer:
         if info.warning:  # a weak budget (above 10 per record), as lopub collect and plan say too
             warnings.warn(info.warning.removeprefix("WARNING: "), UserWarning, stacklevel=3)
         t1 = time.perf_counter()
-        result = fit_pipeline(reports, self.fit_options())
+        with warnings.catch_warnings():  # the verdict is warned below, once, with the synthesizer's stack level
+            warnings.simplefilter("ignore", ReleaseQualityWarning)
+            result = fit_pipeline(reports, self.fit_options())
         seconds.update(fit=time.perf_counter() - t1, total=time.perf_counter() - t0)
         self.model_ = result.model
         self.domain_ = result.model.domain
