@@ -181,3 +181,17 @@ def test_a_header_read_as_a_record_is_refused_or_warned(tmp_path, capsys):
     headerless = _write(tmp_path / "h.csv", None, _records(30))  # a record first: no warning
     assert main(["schema", str(headerless), "--no-header", "--out", str(tmp_path / "h.json")]) == 0
     assert "looks like a header" not in capsys.readouterr().err
+
+
+def test_an_empty_header_cell_over_values_is_one_error_not_a_warning_and_an_error(tmp_path, capsys):
+    """Found by tests/harden/test_properties.py::test_csv_reader (rows ``,:`` / ``0,:``): the header
+    warning (':' is also a value of its column) came before schema's refusal of the unnamed column,
+    two messages on stderr; the malformed header is now refused in one line."""
+    path = tmp_path / "x.csv"
+    path.write_text(",:\n0,:\n", encoding="utf-8")
+    assert main(["schema", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no name in the header row" in err[0]
+    path.write_text("age,:\n30,:\n40,x\n", encoding="utf-8")  # a named header still gets the warning
+    main(["schema", str(path), "--out", str(tmp_path / "d.json"), "--quiet"])
+    assert LOOKS_LIKE_A_RECORD in capsys.readouterr().err

@@ -45,6 +45,9 @@ def warn_record_header(df: pd.DataFrame, path: str) -> None:
     from lopub.progress import warning
 
     df.attrs[HEADER_CHECKED] = True  # lopub.data.schema.infer_schema does not warn again
+    if any(not str(c).strip() and df.iloc[:, j].notna().any() for j, c in enumerate(df.columns)):
+        return  # an empty header cell over values: a malformed header that infer_schema refuses by itself,
+        #         in one line naming the column (a warning before that error would be a second message)
     as_number, as_value = header_evidence(df)
     if not (as_number or as_value):
         return
