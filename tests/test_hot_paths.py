@@ -105,8 +105,9 @@ def test_pair_counts_equal_the_datasets_own_projections_bit_for_bit(monkeypatch)
 
 
 def test_pair_source_takes_the_product_only_where_it_pays():
-    from lopub.data.pairs import PairCounts, pair_source
     import itertools
+
+    from lopub.data.pairs import PairCounts, pair_source
     wide = _coded(50, [2] * 30)
     every = list(itertools.combinations(wide.domain.attrs, 2))
     assert isinstance(pair_source(wide, every), PairCounts)  # K^2 = 3,600 <= 30 x 435
@@ -133,7 +134,7 @@ def test_evaluate_counts_all_pairs_of_a_wide_dataset_in_one_product(monkeypatch)
     monkeypatch.setattr(Dataset, "marginal", spy)
     got = evaluate_release(real, syn, k=2)
     assert calls.count(2) == 0 and len(calls) == 60  # the 30 one-way tables of each
-    import lopub.data.pairs as pairs
+    from lopub.data import pairs
     monkeypatch.setattr(pairs, "MAX_WIDTH", 0)  # the pass per pair
     want = average_tvd(real, syn, k=2)
     assert calls.count(2) == 2 * 435
@@ -145,6 +146,7 @@ def test_report_against_the_true_data_counts_the_pairs_of_a_wide_dataset_in_prod
     # the report's scores (pair trends) and verdict (real_utility) projected every pair of the
     # true data and of the release, one pass each: 300 binary attributes at 10^6 records, hours
     import warnings
+
     from lopub.pipeline.steps import fit
     from lopub.publish.report import build_report
     from lopub.publish.synthesize import synthesize
@@ -166,7 +168,7 @@ def test_report_against_the_true_data_counts_the_pairs_of_a_wide_dataset_in_prod
         warnings.simplefilter("ignore")
         got = build_report(model, synthetic, real)
         assert calls.count(2) == 0, calls.count(2)
-        import lopub.data.pairs as pairs
+        from lopub.data import pairs
         monkeypatch.setattr(pairs, "MAX_WIDTH", 0)  # the pass per pair
         want = build_report(model, synthetic, real)
     assert calls.count(2) >= 3 * 120  # 120 pairs: real twice, release at least once
@@ -178,6 +180,7 @@ def test_moment_pass_adds_chunk_sums_as_they_come(monkeypatch):
     # until the pass ended: 200,000 users with a 4,928-category attribute (K = 4,950) in 13
     # chunks held 13 x 392 MB, 15.2 GB peak RSS in lopub fit, growing with n
     import weakref
+
     from lopub.client import encode
     from lopub.estimate import moment_stats
     from lopub.estimate.moment_estimator import MomentEstimator

@@ -8,7 +8,7 @@ about 0.1 s a pair).  The product reads the records once per chunk and BLAS does
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
