@@ -18,6 +18,7 @@ The record is ``meta["synthesizer"]["dtypes"]`` of a saved synthesizer (absent i
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -27,7 +28,7 @@ from lopub.data.domain import Domain
 TYPES = ("int", "float", "str", "timedelta")
 
 
-def record(df: pd.DataFrame, domain: Domain, labels: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
+def record(df: pd.DataFrame, domain: Domain, labels: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """``{attribute: {"type", "ordered"}}`` of ``df``'s categorical columns that a release gives
     as categoricals (attributes of kind text, not binned), ``{"type": "timedelta"}`` of its
     durations, and ``"label"``, an attribute's integer column label in ``labels``."""
@@ -88,7 +89,7 @@ def relabel(df: pd.DataFrame, dtypes: dict[str, dict[str, Any]]) -> pd.DataFrame
     return df.rename(columns=labels) if labels else df
 
 
-def names(conditions: dict[Any, Any] | None, dtypes: dict[str, dict[str, Any]]) -> dict[Any, Any] | None:
+def names(conditions: Mapping[Any, Any] | None, dtypes: dict[str, dict[str, Any]]) -> Mapping[Any, Any] | None:
     """``conditions`` with integer column labels as the attributes' names (``{0: "x"}`` -> ``{"0": "x"}``)."""
     back = {how["label"]: a for a, how in dtypes.items() if "label" in how}
     return conditions if not (back and conditions) else {back.get(k, k): v for k, v in conditions.items()}
