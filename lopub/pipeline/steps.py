@@ -174,11 +174,8 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
         :class:`MarginalCache`, a Dataset for exact marginals in tests...).
     warn : bool
         ``UserWarning`` when edges are dropped for the clique budget (always
-        listed in ``report.dropped_edges``), and a
-        :class:`~lopub.model.verdict.ReleaseQualityWarning` when the release's
-        verdict is not "good" (a fit that did not converge where it matters, a
-        release no better than independence...: ``report.verdict``, what
-        ``lopub fit`` prints).
+        listed in ``report.dropped_edges``); a :class:`~lopub.model.verdict.ReleaseQualityWarning`
+        when ``report.verdict`` (what ``lopub fit`` prints) is not "good".
 
     Notes
     -----

@@ -21,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from lopub.data.domain import Domain
+from lopub.data._header import HEADER_CHECKED, check_columns
+from lopub.data.domain import Attribute, Domain
 
 TYPES = ("int", "float", "str", "timedelta")
 
@@ -102,3 +104,33 @@ def _categorical(col: pd.Series, how: dict[str, Any]) -> pd.Series:
         if values.notna().all() and values.is_unique and whole:
             col = col.cat.rename_categories(values.to_numpy(dtype="int64" if how["type"] == "int" else float))
     return col.cat.as_ordered() if how["ordered"] else col.cat.as_unordered()
+
+
+def named_columns(data: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``data`` with string column names (``pd.read_csv(header=None)``: 0, 1, ... -> "0", "1", ...) and
+    the integer labels they had, ``{"0": 0}``; a ValueError names columns that appear twice."""
+    check_columns(data, "data")
+    named = all(isinstance(c, str) for c in data.columns)
+    ints = {str(c): c for c in data.columns if isinstance(c, (int, np.integer)) and not isinstance(c, bool)}
+    data = data.rename(columns=str)
+    if not named:  # no header row read as names: infer_domain does not weigh them as a record
+        data.attrs = {**data.attrs, HEADER_CHECKED: True}
+    twice = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
+    if twice:
+        raise ValueError(f"data has the columns {twice} more than once; column names must be "
+                         f"unique (each is one attribute)")
+    return data, ints
+
+
+def declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
+    """An inferred domain whose pandas-categorical columns keep their declared categories and order."""
+    attrs = []
+    for a in domain.attributes:
+        col = df[a.name] if a.binning is None and a.name in df.columns else None
+        if isinstance(col, pd.Series) and isinstance(col.dtype, pd.CategoricalDtype):
+            cats = tuple(str(c).strip() for c in col.cat.categories)
+            extra = (a.missing,) if a.missing is not None and a.missing not in cats else ()
+            if len(set(cats)) == len(cats) and set(a.categories) <= set(cats) | set(extra):
+                a = Attribute(a.name, cats + extra, None, a.kind, a.missing, a.timezone)
+        attrs.append(a)
+    return Domain(tuple(attrs), domain.provenance)

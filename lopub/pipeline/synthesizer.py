@@ -35,9 +35,8 @@ import pandas as pd
 from lopub._util import resolve_rng
 from lopub.collect import MarginalReports, collect, privacy_statement
 from lopub.data.dataset import Dataset
-from lopub.data._header import HEADER_CHECKED, check_columns
 from lopub.data.schema import infer_domain
-from lopub.data.domain import Attribute, Domain
+from lopub.data.domain import Domain
 from lopub.errors import DomainError
 from lopub.data.marginal import Marginal
 from lopub.model.graphical import Model
@@ -306,19 +305,10 @@ class Synthesizer:
             return data, {}
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
-        check_columns(data, "data")
-        named = all(isinstance(c, str) for c in data.columns)
-        ints = {str(c): c for c in data.columns if isinstance(c, (int, np.integer)) and not isinstance(c, bool)}
-        data = data.rename(columns=str)  # attribute names are strings (pd.read_csv(header=None): 0, 1, ...)
-        if not named:  # no header row read as names: infer_domain does not weigh them as a record
-            data.attrs = {**data.attrs, HEADER_CHECKED: True}
-        twice = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
-        if twice:
-            raise ValueError(f"data has the columns {twice} more than once; column names must be "
-                             f"unique (each is one attribute)")
+        data, ints = _dtypes.named_columns(data)
         domain = self.domain
         if domain is None:
-            domain = _declared_order(infer_domain(data, bins=self.bins), data)
+            domain = _dtypes.declared_order(infer_domain(data, bins=self.bins), data)
         extra = [c for c in data.columns if c not in domain.attrs] if self.domain is not None else []
         if extra:  # documented (fit), and said: a release without a column the user gave
             warnings.warn(f"data columns {extra[:10]}{' ...' if len(extra) > 10 else ''} ({len(extra)}) are "
@@ -431,20 +421,6 @@ class Synthesizer:
         return _files.load(cls, path)
 
 
-
-
-def _declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
-    """An inferred domain whose pandas-categorical columns keep their declared categories and order."""
-    attrs = []
-    for a in domain.attributes:
-        col = df[a.name] if a.binning is None and a.name in df.columns else None
-        if isinstance(col, pd.Series) and isinstance(col.dtype, pd.CategoricalDtype):
-            cats = tuple(str(c).strip() for c in col.cat.categories)
-            extra = (a.missing,) if a.missing is not None and a.missing not in cats else ()
-            if len(set(cats)) == len(cats) and set(a.categories) <= set(cats) | set(extra):
-                a = Attribute(a.name, cats + extra, None, a.kind, a.missing, a.timezone)
-        attrs.append(a)
-    return Domain(tuple(attrs), domain.provenance)
 
 
 def _protocol_of(reports: Any) -> str:
