@@ -117,12 +117,8 @@ def test_pair_source_takes_the_product_only_where_it_pays():
     assert pair_source("not a dataset", every) == "not a dataset"
 
 
-def test_evaluate_counts_all_pairs_of_a_wide_dataset_in_one_product(monkeypatch):
-    # 30 binary attributes, 435 pairs: evaluate passed over the records once per pair and
-    # dataset (870 projections); 300 attributes at 10^6 records: about 2 hours against the
-    # product's 2 minutes, the same tables
-    from lopub.publish.evaluate import average_tvd, evaluate_release
-    real, syn = _coded(2_000, [2] * 30, seed=1), _coded(1_500, [2] * 30, seed=2)
+def _count_projections(monkeypatch) -> list[int]:
+    """The sizes of the attribute sets that ``Dataset.project`` / ``marginal`` are asked for, as they come."""
     calls: list[int] = []
     real_project = Dataset.project
 
@@ -132,6 +128,16 @@ def test_evaluate_counts_all_pairs_of_a_wide_dataset_in_one_product(monkeypatch)
 
     monkeypatch.setattr(Dataset, "project", spy)
     monkeypatch.setattr(Dataset, "marginal", spy)
+    return calls
+
+
+def test_evaluate_counts_all_pairs_of_a_wide_dataset_in_one_product(monkeypatch):
+    # 30 binary attributes, 435 pairs: evaluate passed over the records once per pair and
+    # dataset (870 projections); 300 attributes at 10^6 records: about 2 hours against the
+    # product's 2 minutes, the same tables
+    from lopub.publish.evaluate import average_tvd, evaluate_release
+    real, syn = _coded(2_000, [2] * 30, seed=1), _coded(1_500, [2] * 30, seed=2)
+    calls = _count_projections(monkeypatch)
     got = evaluate_release(real, syn, k=2)
     assert calls.count(2) == 0 and len(calls) == 60  # the 30 one-way tables of each
     from lopub.data import pairs
@@ -155,15 +161,7 @@ def test_report_against_the_true_data_counts_the_pairs_of_a_wide_dataset_in_prod
         warnings.simplefilter("ignore")
         model = fit(estimator=real, phi=0.4).model
         synthetic = synthesize(model, rng=3)
-    calls: list[int] = []
-    real_project = Dataset.project
-
-    def spy(self, attrs):
-        calls.append(len(attrs))
-        return real_project(self, attrs)
-
-    monkeypatch.setattr(Dataset, "project", spy)
-    monkeypatch.setattr(Dataset, "marginal", spy)
+    calls = _count_projections(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = build_report(model, synthetic, real)

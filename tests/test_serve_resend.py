@@ -26,26 +26,13 @@ from lopub.serve import client as mod  # noqa: E402
 from lopub.serve.app import ServeConfig, build_app  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
 from lopub.serve.storage import SQLiteStore  # noqa: E402
+from serve_reply import Reply  # noqa: E402
 
 DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"]),
                  Attribute("region", ["north", "south", "east", "west"])])
 PLANS = {"plan": MarginalPlan(DOMAIN, (("smoker", "age"), ("age", "region"), ("region",)), 2.0),
          "spec": CollectionSpec.from_domain(DOMAIN, epsilon=2.0)}
 ANSWERS = {"smoker": "no", "age": ">60", "region": "east"}
-
-
-class _Reply:
-    def __init__(self, body):
-        self.body = body
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def read(self):
-        return self.body
 
 
 @pytest.fixture(params=sorted(PLANS))
@@ -72,7 +59,7 @@ def served(request, tmp_path, monkeypatch):
             if r.status_code >= 400:
                 raise urllib.error.HTTPError(req.full_url, r.status_code, "error", email.message.Message(),
                                              io.BytesIO(r.content))
-            return _Reply(r.content)
+            return Reply(r.content)
 
         monkeypatch.setattr(mod.urllib.request, "urlopen", urlopen)
         monkeypatch.setattr(mod.time, "sleep", lambda s: None)

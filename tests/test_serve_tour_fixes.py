@@ -19,6 +19,7 @@ from lopub.serve.config import build_config
 from lopub.serve.export import export
 from lopub.serve.protocol import Collection
 from lopub.serve.storage import PlanMismatchError, SQLiteStore, open_store
+from serve_reply import Reply
 
 DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"]),
                  Attribute("region", ["north", "south", "east", "west"])])
@@ -245,20 +246,6 @@ def test_device_client_checks_every_answer_before_enrolling(device, answers, mes
 
 # 6. retries after 429 / 503 ------------------------------------------------------------------
 
-class _Reply:
-    def __init__(self, body):
-        self.body = body
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def read(self):
-        return self.body
-
-
 def _http(monkeypatch, statuses, retry_after="0"):
     """urlopen answering the ``statuses`` in turn (then 200); returns the sleeps made."""
     import email.message
@@ -275,7 +262,7 @@ def _http(monkeypatch, statuses, retry_after="0"):
             if retry_after is not None:
                 headers["Retry-After"] = retry_after
             raise urllib.error.HTTPError(req.full_url, queue.pop(0), "busy", headers, io.BytesIO(b"{}"))
-        return _Reply(b'{"stored": 1}')
+        return Reply(b'{"stored": 1}')
 
     monkeypatch.setattr(mod.urllib.request, "urlopen", urlopen)
     monkeypatch.setattr(mod.time, "sleep", sleeps.append)
