@@ -73,3 +73,38 @@ def test_page_randomizes_on_device_and_stores_one_report(tmp_path, kind):
             assert label not in text, f"a true answer left the page in {method} {url}"
         for fragment in ("Smokes-", "Income-", "Diet-"):
             assert fragment not in text
+
+
+def test_page_does_not_randomize_again_after_a_refused_report(tmp_path):
+    """The service (here a route that answers 422) refuses the report: not stored, but it has reached
+    the collector.  A second click used to enrol and randomize the same answers anew (a refusing
+    collector got one randomization per click); now the page says so and sends nothing."""
+    plan = MarginalPlan(DOMAIN, (("smokes", "income"), ("income", "diet"), ("diet",)), 1.0)
+    plan.to_json(tmp_path / "plan.json")
+    posts = []
+    with running({"health": tmp_path / "plan.json"}, tmp_path / "r.sqlite") as (base, _), \
+            sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("request", lambda r: posts.append(r.url.rsplit("/", 1)[1]) if r.method == "POST" else None)
+        page.route("**/api/c/health/report", lambda route: route.fulfill(
+            status=422, content_type="application/json", body='{"error": "refused by the collector"}'))
+        page.goto(f"{base}/c/health")
+        page.wait_for_selector("#send:not([disabled])")
+        expect = sync_api.expect
+        for attr, label in ANSWERS.items():
+            page.check(f"input[name='{attr}'][value='{label}']")
+        page.click("#send")
+        expect(page.locator("#status")).to_contain_text("refused by the collector", timeout=60_000)
+        page.wait_for_selector("#send:not([disabled])")
+        page.click("#send")
+        expect(page.locator("#status")).to_contain_text("refused a randomized report of these answers before",
+                                                        timeout=60_000)
+        other = next(v for v in DOMAIN.labels("diet") if v != ANSWERS["diet"])
+        page.wait_for_selector("#send:not([disabled])")
+        page.check(f"input[name='diet'][value='{other}']")  # other answers: a new report
+        page.click("#send")
+        expect(page.locator("#status")).not_to_contain_text("these answers before", timeout=60_000)
+        page.wait_for_selector("#send:not([disabled])")
+        browser.close()
+    assert posts == ["enrol", "report", "enrol", "report"]  # was enrol, report three times

@@ -41,7 +41,7 @@ def served(request, tmp_path, monkeypatch):
     requests reach the service and then lose their answer (``net["down"]``: never reach it)."""
     store = SQLiteStore(tmp_path / "s.sqlite")
     cfg = ServeConfig({"m": Collection("m", PLANS[request.param])}, store, b"s" * 64, rate=1e6, burst=1e6)
-    net = {"lose": 0, "down": 0, "reports": []}
+    net = {"lose": 0, "down": 0, "reports": [], "refuse": False, "enrolled": 0}
     with TestClient(build_app(cfg)) as http:
         def urlopen(req, timeout=None):
             path = urllib.parse.urlsplit(req.full_url).path
@@ -51,6 +51,10 @@ def served(request, tmp_path, monkeypatch):
                 raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
             if is_report:
                 net["reports"].append(req.data)
+            net["enrolled"] += path.endswith("/enrol")
+            if is_report and net["refuse"]:  # received and refused: the collector has seen it
+                raise urllib.error.HTTPError(req.full_url, 422, "refused", email.message.Message(),
+                                             io.BytesIO(b'{"error": "refused"}'))
             r = http.request(req.get_method(), path, content=req.data,
                              headers={"content-type": "application/json"})
             if is_report and net["lose"]:
@@ -125,3 +129,24 @@ def test_an_expired_token_whose_report_was_stored_is_answered_used_not_expired(t
                                                    "report": 0})
         assert fresh.status_code == 422 and "expired" in fresh.json()["error"]
         assert store.count("m") == 1
+
+
+
+def test_a_refused_report_is_not_randomized_again(served):
+    """A report the service refuses (422: not stored) has still reached the collector.  The next
+    submit of the same answers used to enrol and randomize anew: a collector answering 422 to every
+    report got one fresh randomization of the same answers per attempt.  Now it is refused on the
+    device, before any enrolment; other answers are a new report."""
+    dc, store, net = served
+    net["refuse"] = True
+    with pytest.raises(mod.ServiceError, match="HTTP 422") as first:
+        dc.submit(ANSWERS)
+    assert first.value.status == 422 and dc.refused is not None and dc.pending is None
+    with pytest.raises(mod.ServiceError, match=r"refused a randomized report of these answers before.*"
+                                               r"epsilon 2 a second time") as again:
+        dc.submit(dict(ANSWERS))
+    assert again.value.status == 422
+    assert (net["enrolled"], len(net["reports"])) == (1, 1)  # was 2 and 2: a second randomization sent
+    with pytest.raises(mod.ServiceError, match="HTTP 422"):
+        dc.submit({**ANSWERS, "smoker": "yes"})
+    assert (net["enrolled"], len(net["reports"])) == (2, 2) and store.count("m") == 0

@@ -314,16 +314,45 @@ export async function sendReport(url, body, { retries = 3, sleep = (s) => new Pr
 }
 
 /**
+ * Reports this page has sent, by collection URL and answers: `pending` (no answer came back: the
+ * same body is sent again by the next submit of those answers) or `refused` (the service answered
+ * with an error other than 429 / 503: not stored, but the collector has seen the randomization, so
+ * those answers are not randomized again). As DeviceClient.pending / .refused in Python.
+ */
+const SENT = new Map();
+
+/**
  * Check the answers, enrol, randomize on this device, send. Only the randomized report leaves the device.
  * `options.retries` (default 3): attempts after HTTP 429 / 503, honouring Retry-After (at most MAX_WAIT s),
- * and after a report request that got no answer (the same body again: sendReport).
+ * and after a report request that got no answer (the same body again: sendReport). One randomization
+ * per answers and page: a later submit of the same answers after a lost answer sends the same body
+ * again; after a refusal it throws (`refusedBefore: true`) without enrolling: a new randomization
+ * would give the collector a second report of them, epsilon spent twice.
  */
 export async function submit(baseUrl, name, answers, options = {}) {
   const api = `${baseUrl.replace(/\/$/, '')}/api/c/${encodeURIComponent(name)}`;
   const desc = await request(api, undefined, 'collection', options);
   checkAnswers(desc, answers); // before enrolling: no token spent on answers that cannot be sent
   checkDescription(desc); // nor on a description whose randomizers are weaker than its epsilon
-  const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol', options);
-  const body = makeReport(desc, enrol, answers);
-  return sendReport(`${api}/report`, body, options); // a lost answer: the same body again
+  const key = JSON.stringify([api, Object.keys(answers).sort().map((a) => [a, String(answers[a])])]);
+  const before = SENT.get(key);
+  if (before?.refused) {
+    throw Object.assign(new Error(`report: not sent: the service refused a randomized report of these answers `
+      + `before (${before.refused}); it has seen that report, so a new randomization would cost epsilon `
+      + 'a second time'), { status: before.status, refusedBefore: true });
+  }
+  let body = before?.pending;
+  if (body === undefined) {
+    const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol', options);
+    body = makeReport(desc, enrol, answers);
+  }
+  SENT.set(key, { pending: body });
+  try {
+    const out = await sendReport(`${api}/report`, body, { ...options, sentBefore: before !== undefined });
+    SENT.delete(key);
+    return out;
+  } catch (err) {
+    if (err.status !== undefined && !RETRY_STATUS.includes(err.status)) SENT.set(key, { refused: err.message, status: err.status });
+    throw err;
+  }
 }

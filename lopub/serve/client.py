@@ -124,6 +124,10 @@ class DeviceClient:
         #: ``(answers, request body)`` of a report whose sending failed without an answer from the
         #: service: the next :meth:`submit` of the same answers sends this body again (:meth:`submit`)
         self.pending: tuple[dict[str, str], dict] | None = None
+        #: ``(answers, error)`` of a report the service received and refused (an HTTP error other than
+        #: 429 / 503): the collector has seen its randomization, so :meth:`submit` does not randomize
+        #: the same answers again (:meth:`submit`)
+        self.refused: tuple[dict[str, str], ServiceError] | None = None
 
     def make_report(self, enrolment: Mapping[str, Any], answers: Mapping[str, str]) -> dict:
         """The request body for ``answers`` ({attribute: label}), randomized by
@@ -167,8 +171,22 @@ class DeviceClient:
         If every attempt fails, the body is kept (:attr:`pending`) and the next ``submit`` of
         the same answers sends it again instead of enrolling and randomizing anew: a second
         randomization of the same answers would cost the person epsilon a second time.
+
+        A report the service answered with a refusal (an HTTP error other than 429 / 503, e.g.
+        422) was not stored, but the collector received its randomization; randomizing the same
+        answers again would give the collector a second, independent randomization (epsilon
+        spent twice), and a collector that refuses every report could so collect as many as the
+        device sends.  So the next ``submit`` of those answers raises :class:`ServiceError`
+        without enrolling or sending (:attr:`refused`); a new :class:`DeviceClient` starts afresh
+        when the person accepts a second report.
         """
         answers = check_answers(self.collection.params.domain, answers)
+        if self.refused is not None and self.refused[0] == answers:
+            first = self.refused[1]
+            raise ServiceError(f"not sent: collection {self.collection.name!r} refused a randomized report of "
+                               f"these answers before ({first}); it has seen that report, so a new "
+                               f"randomization would cost this person epsilon {self.collection.epsilon:g} a "
+                               "second time (make a new DeviceClient if they accept that)", first.status)
         pending = self.pending
         resend = pending is not None and pending[0] == answers
         if pending is not None and resend:
@@ -181,8 +199,8 @@ class DeviceClient:
         try:
             out = send_report(f"{self.api}/report", body, self.retries, sent_before=resend)
         except ServiceError as exc:
-            if exc.status not in RETRY_STATUS:  # refused, nothing stored: this body is done with
-                self.pending = None
+            if exc.status not in RETRY_STATUS:  # refused, nothing stored, but the collector saw it
+                self.pending, self.refused = None, (answers, exc)
             raise
         self.pending = None
         return out

@@ -78,3 +78,33 @@ test('sendReport: a 409 for a body never sent before is an error, not success', 
       (err) => err.status === 409 && /^report: 409 /.test(err.message));
   });
 });
+
+test('submit: a refused report is not randomized again; a lost one is resent by the next submit', async () => {
+  // a collector that answers 422 to every report would otherwise get a fresh randomization of the
+  // same answers from each submit (epsilon spent once per attempt)
+  const sent = [];
+  let tokens = 0;
+  const refusing = async (url, init) => {
+    if (url.endsWith('/enrol')) { tokens += 1; return reply(201, { token: `r${tokens}`, subset: 1, plan_id: desc.plan_id }); }
+    if (!url.endsWith('/report')) return reply(200, desc);
+    sent.push(init.body);
+    return reply(422, { error: 'refused' });
+  };
+  await withFetch(refusing, async () => {
+    await assert.rejects(submit('http://x', 'refuses', answers, quick), (err) => err.status === 422 && !err.refusedBefore);
+    await assert.rejects(submit('http://x', 'refuses', answers, quick),
+      (err) => err.refusedBefore === true && err.status === 422 && /would cost epsilon a second time/.test(err.message));
+  });
+  assert.equal(tokens, 1); // no second enrolment
+  assert.equal(sent.length, 1); // no second randomization left the page
+  const other = { ...answers, pet: answers.pet === 'cat' ? 'dog' : 'cat' }; // other answers: a new report
+  await withFetch(refusing, () => assert.rejects(submit('http://x', 'refuses', other, quick), (err) => !err.refusedBefore));
+  assert.equal(sent.length, 2);
+  const s = service({ down: 4 }); // no attempt of the first submit gets through: its body is kept
+  await withFetch(s.fetch, async () => {
+    await assert.rejects(submit('http://x', 'lossy', answers, quick), (err) => err.pending === true);
+    assert.deepEqual(await submit('http://x', 'lossy', answers, quick), { stored: 1 });
+  });
+  assert.equal(s.tokens(), 1);
+  assert.equal(s.sent.length, 1);
+});

@@ -37,11 +37,22 @@ async function main() {
   // a report whose sending got no answer (it may be stored): sent again as it is when the same
   // answers are sent again, never randomized anew (a second randomization spends epsilon twice)
   let pending = null;
+  // a report the service refused (not stored, but the collector has seen its randomization): the
+  // same answers are not randomized again, which would hand the collector a second report of them
+  let refused = null;
   $('survey').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     $('send').disabled = true;
     const answers = Object.fromEntries(new FormData($('survey')).entries());
     const key = JSON.stringify(Object.keys(desc.questions).map((a) => answers[a]));
+    if (refused !== null && refused.key === key) {
+      $('status').textContent = `Not sent: the service refused a randomized report of these answers before `
+        + `(${refused.message}); it has seen that report, and a new randomization would cost your privacy `
+        + 'budget a second time.';
+      $('send').disabled = false;
+      return;
+    }
+    let sent = false; // the report left this page (an error before it, e.g. at enrolment, sent nothing)
     try {
       checkAnswers(desc, answers); // before enrolling: no token spent on an incomplete form
       const resend = pending !== null && pending.key === key;
@@ -50,12 +61,16 @@ async function main() {
         const enrol = await request(`${api}/enrol`, { method: 'POST' }, 'enrol');
         pending = { key, body: makeReport(desc, enrol, answers) };
       }
+      sent = true;
       await sendReport(`${api}/report`, pending.body, { sentBefore: resend });
       pending = null;
       $('status').textContent = 'Thank you: your randomized report was stored.';
       await refreshCount();
     } catch (e) {
-      if (e.status !== undefined && ![429, 503].includes(e.status)) pending = null; // refused: nothing stored
+      if (sent && e.status !== undefined && ![429, 503].includes(e.status)) { // refused: not stored
+        pending = null;
+        refused = { key, message: e.message };
+      }
       $('status').textContent = `Not sent: ${e.message}`;
       $('send').disabled = false;
     }
