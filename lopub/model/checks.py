@@ -270,6 +270,11 @@ def independence_check(stats: TableStats) -> list[Finding]:
                      "pairs_total": total})] if inside else []
 
 
+def _strong_without_edge(count: int, lead: str = "") -> str:
+    """'1 strong measured dependency without an edge' / 'N ... dependencies ...' (``lead``: 'The ')."""
+    return f"{lead}{count} strong measured dependenc{'y' if count == 1 else 'ies'} without an edge"
+
+
 def lost_dependency_check(stats: TableStats) -> list[Finding]:
     """Check 3: strong measured dependencies that no edge kept and the model does not hold.
 
@@ -300,13 +305,14 @@ def lost_dependency_check(stats: TableStats) -> list[Finding]:
                            _pair_figures(lost)))
     if detail:
         named = ", ".join(f"({', '.join(t.attrs)}) TVD {d:.2f}" for t, _, _, d in detail[:LISTED])
-        out.append(Finding("lost-dependency", "info", f"{len(detail)} strong measured dependenc"
-                           f"{'y' if len(detail) == 1 else 'ies'} without an edge keep their strength in the "
-                           f"model through other edges but differ from the measurement in detail: {named}"
-                           f"{' ...' if len(detail) > LISTED else ''}.", _pair_figures(detail)))
+        out.append(Finding("lost-dependency", "info", f"{_strong_without_edge(len(detail))} "
+                           f"{'keeps its' if len(detail) == 1 else 'keep their'} strength in the model through "
+                           f"other edges but {'differs' if len(detail) == 1 else 'differ'} from the measurement "
+                           f"in detail: {named}{' ...' if len(detail) > LISTED else ''}.", _pair_figures(detail)))
     if strong and not lost and not detail:
-        out.append(Finding("lost-dependency", "ok", f"The {len(strong)} strong measured dependencies without "
-                           "an edge are reproduced by the model's other edges.", {"pairs": len(strong)}))
+        out.append(Finding("lost-dependency", "ok", f"{_strong_without_edge(len(strong), 'The ')} "
+                           f"{'is' if len(strong) == 1 else 'are'} reproduced by the model's other edges.",
+                           {"pairs": len(strong)}))
     if len(outside) > len(strong):
         out.append(Finding("lost-dependency", "info", f"{len(outside) - len(strong)} significant but weak "
                            f"(Cramer's V below {STRONG_V:g}) measured dependencies have no edge in the model.",

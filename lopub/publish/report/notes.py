@@ -9,6 +9,8 @@ from lopub.model.pgm.fit import why_not_converged
 from lopub.reports.shuffle import meaningful, shuffle_epsilon
 
 HIGH_EPSILON = 10.0
+#: per-record epsilon above which one report is called a weak guarantee (odds factor e^3 = 20)
+WEAK_EPSILON = 3.0
 SMALL_N = 1000
 MIN_REPORTS_PER_CELL = 5.0
 CALIBRATION_AVD_WARN = 0.05
@@ -118,6 +120,10 @@ def epsilon_meaning(eps: float, *, bloom: bool = True) -> str:
                 f"times more likely under a person's true record than under another, so an observer can "
                 f"learn a person's attribute values almost exactly. Treat this release as offering "
                 f"no meaningful protection; {lower}.")
+    if eps > WEAK_EPSILON:  # e^3 = 20: a report can multiply the odds about a person twentyfold or more
+        return (f"A per-record epsilon of {eps:.3g} bounds what an observer learns about one "
+                f"person by a factor of {_exp(eps)} in odds: a weak guarantee for one report, "
+                f"though within what deployed systems use (about 1 to 8); a smaller epsilon protects more.")
     if eps > 1.0:
         return (f"A per-record epsilon of {eps:.3g} bounds what an observer learns about one "
                 f"person by a factor of {_exp(eps)} in odds: a moderate guarantee.")
