@@ -51,8 +51,15 @@ class Truth:
         return self.tables[key]
 
     def fill(self) -> "Truth":
-        for p in itertools.combinations(self.domain.attrs, 2):  # pairs of attributes, not records
-            self.marginal(p)
+        """Every pair's table: one matrix product of the one-hot codes where it costs less than a pass
+        per pair (lopub.data.pairs: bn-andes's 24,753 pairs), the same tables bit for bit."""
+        from lopub.data.pairs import pair_source
+
+        pairs = list(itertools.combinations(self.domain.attrs, 2))
+        src = pair_source(self.data, pairs)
+        for p in pairs:  # pairs of attributes, not records
+            if p not in self.tables:
+                self.tables[p] = self.columns.project(list(p)) if src is self.data else src.project(list(p))
         return self
 
 
