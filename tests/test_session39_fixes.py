@@ -16,3 +16,25 @@ def test_epsilon_meaning_grades_the_guarantee():
 def test_one_strong_dependency_is_singular():
     assert _strong_without_edge(1) == "1 strong measured dependency without an edge"
     assert _strong_without_edge(3, "The ") == "The 3 strong measured dependencies without an edge"
+
+
+def test_device_client_reads_a_missing_answer_as_the_missing_category():
+    """lopub.client.Client (through Dataset.from_pandas) took None for the missing-value category;
+    the serve clients' check refused it ("answer for 'income' (None) must be one of [...]")."""
+    import math
+
+    import pandas as pd
+    import pytest
+
+    from lopub import Attribute, Domain
+    from lopub.serve.client import check_answers
+
+    dom = Domain([Attribute("income", ["low", "high", "unknown"], missing="unknown"),
+                  Attribute("smoker", ["yes", "no"])])
+    for missing in (None, math.nan, pd.NA):
+        assert check_answers(dom, {"income": missing, "smoker": "no"}) == {"income": "unknown", "smoker": "no"}
+    with pytest.raises(ValueError, match=r"answer for 'smoker' is missing \(None\) but 'smoker' has no "
+                                         r"missing-value category; it must be one of \['yes', 'no'\]"):
+        check_answers(dom, {"income": "low", "smoker": None})
+    with pytest.raises(ValueError, match=r"answer for 'smoker' \('maybe'\) must be one of"):
+        check_answers(dom, {"income": "low", "smoker": "maybe"})

@@ -235,16 +235,27 @@ def send_report(url: str, body: dict, retries: int = 3, *, sent_before: bool = F
 def check_answers(domain: Any, answers: Any) -> dict[str, str]:
     """``answers`` ({attribute: label}, one per question of ``domain``) checked; labels as strings.
 
+    A missing value (``None``, NaN, ``pandas.NA``) stands for the attribute's missing-value
+    category where it has one (as :class:`lopub.client.Client` and ``Dataset.from_pandas`` read it).
+
     Raises ``TypeError`` if ``answers`` is not a mapping, ``ValueError`` naming the
-    attribute, the value and the allowed labels for a value that is not one of them, the
-    missing questions, or an attribute that is not a question.
+    attribute, the value and the allowed labels for a value that is not one of them (or a
+    missing value where the attribute has no missing-value category), the missing questions,
+    or an attribute that is not a question.
     """
     if not isinstance(answers, Mapping):
         raise TypeError(f"answers ({type(answers).__name__}) must be a mapping {{attribute: label}}")
+    answers = dict(answers)
+    for a in domain.attrs:  # a missing value: the attribute's missing-value label, where it has one
+        if a in answers and _is_missing(answers[a]) and domain[a].missing is not None:
+            answers[a] = domain[a].missing
     out = {}
     for a in domain.attrs:  # the values given first: a typo in a value is the likelier mistake
         labels = [str(x) for x in domain.labels(a)]
         if a in answers and str(answers[a]) not in labels:
+            if _is_missing(answers[a]):
+                raise ValueError(f"answer for {a!r} is missing ({answers[a]!r}) but {a!r} has no missing-value "
+                                 f"category; it must be one of {labels}")
             raise ValueError(f"answer for {a!r} ({answers[a]!r}) must be one of {labels}")
     unknown = [a for a in answers if a not in domain.attrs]
     if unknown:
@@ -258,6 +269,18 @@ def check_answers(domain: Any, answers: Any) -> dict[str, str]:
         value = answers[a]
         out[a] = str(value)
     return out
+
+
+def _is_missing(value: Any) -> bool:
+    """None, a float NaN or ``pandas.NA`` / ``NaT``."""
+    if value is None:
+        return True
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(value)) if pd.api.types.is_scalar(value) else False
+    except (TypeError, ValueError):
+        return False
 
 
 def wire_reports(c: Collection, codes: np.ndarray, subsets: np.ndarray, *,
