@@ -11,6 +11,11 @@ its labels, and a duration (read as seconds, :func:`lopub.data.schema.infer_sche
   (``pd.Categorical([1, 2, 3])``) come back as those numbers, not the strings ``'1'``, ``'2'``.
   Other category types (``pd.cut``'s intervals, timestamps) keep their labels.
 * a ``timedelta64`` column: ``{"type": "timedelta"}``; the release's seconds become durations.
+* a pandas nullable integer column (``Int64``, ``Int32``, ``UInt8`` ...) with no value at all: ``{"type":
+  "Int64"}`` (its dtype's name); such a column's kind is inferred as ``number`` (there is no value to
+  tell), so the release's column (NaN) becomes that dtype again, as do whole numbers a given domain's
+  model draws (other numbers, within a number's bins, are kept as floats).  A nullable integer column
+  with values is an integer attribute and comes back as such (``Int64`` when missing values are drawn).
 * an integer column label (``pandas.read_csv(path, header=None)``: 0, 1, ...; the attribute is
   named ``"0"``, ``"1"``): ``{"label": 0}``; the release's column is labelled ``0`` again.
 
@@ -27,13 +32,15 @@ import pandas as pd
 from lopub.data._header import HEADER_CHECKED, check_columns
 from lopub.data.domain import Attribute, Domain
 
-TYPES = ("int", "float", "str", "timedelta")
+NULLABLE_INTS = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
+TYPES = ("int", "float", "str", "timedelta") + NULLABLE_INTS
 
 
 def record(df: pd.DataFrame, domain: Domain, labels: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """``{attribute: {"type", "ordered"}}`` of ``df``'s categorical columns that a release gives
     as categoricals (attributes of kind text, not binned), ``{"type": "timedelta"}`` of its
-    durations, and ``"label"``, an attribute's integer column label in ``labels``."""
+    durations, ``{"type": "Int64"}`` (the dtype's name) of its nullable integer columns without a
+    value, and ``"label"``, an attribute's integer column label in ``labels``."""
     out: dict[str, dict[str, Any]] = {a: {"label": int(v)} for a, v in (labels or {}).items()
                                       if a in domain.attrs}
     for a in domain.attributes:  # loop over columns
@@ -47,6 +54,8 @@ def record(df: pd.DataFrame, domain: Domain, labels: Mapping[str, Any] | None = 
             kind = ("int" if pd.api.types.is_integer_dtype(cats) else
                     "float" if pd.api.types.is_float_dtype(cats) else "str")
             out.setdefault(a.name, {}).update(type=kind, ordered=bool(col.cat.ordered))
+        elif str(col.dtype) in NULLABLE_INTS and a.kind in ("integer", "number") and bool(col.isna().all()):
+            out.setdefault(a.name, {})["type"] = str(col.dtype)
     return out
 
 
@@ -57,7 +66,7 @@ def check(value: Any, where: str) -> dict[str, dict[str, Any]]:
     ok = isinstance(value, dict) and all(isinstance(k, str) and _entry(v) for k, v in value.items())
     if not ok:
         raise ValueError(f"{where}: meta['synthesizer']['dtypes'] ({value!r}) must map column names "
-                         f"to {{'type': one of {list(TYPES)}, 'ordered': true/false (not for timedelta), "
+                         f"to {{'type': one of {list(TYPES)}, 'ordered': true/false (for int, float, str), "
                          f"'label': an integer column label}} (type or label or both)")
     return value
 
@@ -68,7 +77,8 @@ def _entry(v: Any) -> bool:
     label = v.get("label", 0)
     if not isinstance(label, int) or isinstance(label, bool):
         return False
-    return "type" not in v or (v["type"] in TYPES and (v["type"] == "timedelta" or isinstance(v.get("ordered"), bool)))
+    return "type" not in v or (v["type"] in TYPES and (v["type"] == "timedelta" or v["type"] in NULLABLE_INTS
+                                                       or isinstance(v.get("ordered"), bool)))
 
 
 def restore(df: pd.DataFrame, dtypes: dict[str, dict[str, Any]]) -> pd.DataFrame:
@@ -80,6 +90,8 @@ def restore(df: pd.DataFrame, dtypes: dict[str, dict[str, Any]]) -> pd.DataFrame
             continue
         if how["type"] == "timedelta" and pd.api.types.is_numeric_dtype(col):
             df[name] = pd.to_timedelta(col.astype(float), unit="s")
+        elif how["type"] in NULLABLE_INTS:
+            df[name] = _nullable_int(col, how["type"])
         elif how["type"] != "timedelta" and isinstance(col.dtype, pd.CategoricalDtype):
             df[name] = _categorical(col, how)
     return relabel(df, dtypes)
@@ -95,6 +107,18 @@ def names(conditions: Mapping[Any, Any] | None, dtypes: dict[str, dict[str, Any]
     """``conditions`` with integer column labels as the attributes' names (``{0: "x"}`` -> ``{"0": "x"}``)."""
     back = {how["label"]: a for a, how in dtypes.items() if "label" in how}
     return conditions if not (back and conditions) else {back.get(k, k): v for k, v in conditions.items()}
+
+
+def _nullable_int(col: pd.Series, dtype: str) -> pd.Series:
+    """``col`` as the nullable integer ``dtype`` when its values are missing or whole numbers in range
+    (else ``col``: a binned number's floats, a text attribute's labels)."""
+    if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+        return col
+    x = col.to_numpy(dtype=float, na_value=np.nan)  # (pandas casts Int64 to Int8 modulo 256: checked here)
+    info = np.iinfo(dtype.lower())
+    present = x[~np.isnan(x)]
+    whole = (present == np.round(present)) & (present >= info.min) & (present < float(info.max) + 1)
+    return col.astype(dtype) if whole.all() else col
 
 
 def _categorical(col: pd.Series, how: dict[str, Any]) -> pd.Series:

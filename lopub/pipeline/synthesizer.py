@@ -17,14 +17,16 @@ File format of :meth:`Synthesizer.save`: a ``lopub-model`` file
 parameters (an ``rng`` or ``random_state`` Generator is stored as ``null``, a
 ``random_state`` of None is left out, as in files written before it; a ``domain``
 parameter as ``"model"``: the model's domain), the
-:class:`CollectionReport` and ``"dtypes"``, the input's pandas categorical and duration columns and
-integer column labels (:mod:`lopub.pipeline.synth_dtypes`); the fit report is the model's ``meta["fit"]``.
+:class:`CollectionReport` and ``"dtypes"``, the input's pandas categorical and duration columns, nullable
+integer columns without a value and integer column labels (:mod:`lopub.pipeline.synth_dtypes`); the fit
+report is the model's ``meta["fit"]``.
 Any ``lopub`` command that reads a model reads this file.
 """
 from __future__ import annotations
 
 import inspect
 import os
+import reprlib
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
@@ -109,7 +111,8 @@ class Synthesizer:
     domain_ : Domain
     fit_report_ : SynthesizerReport
     dtypes_ : dict
-        The input's pandas categorical and duration columns and integer column labels,
+        The input's pandas categorical and duration columns, nullable integer columns without a
+        value and integer column labels,
         ``{name: {"type", "ordered", "label"}}`` (:mod:`~lopub.pipeline.synth_dtypes`), which
         :meth:`sample` gives back as such.
     verdict_ : Verdict or None
@@ -340,13 +343,17 @@ class Synthesizer:
         :func:`lopub.publish.synthesize.sample_codes`, which says how a model's
         relaxed regions update the draw and the gap that heuristic leaves).  An unknown attribute
         or label raises ``DomainError``; a condition the model gives
-        probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).
+        probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).  A value that is not
+        one value (a list, tuple, set or array: ``{"b": ["p", "q"]}``) raises ``TypeError`` before any
+        sampling: a condition fixes one label (for any of several, sample each one's condition in
+        proportion to :meth:`query` of the attribute and concatenate).
         """
         model = self._fitted()
         if n is None:
             report = getattr(self, "fit_report_", None)
             n = (report.collection.n or None) if report is not None else None  # 0: unknown, the model's n
         dtypes = getattr(self, "dtypes_", {})
+        _check_conditions(conditions, model.domain, dtypes)
         out = synthesize(model, n, labels=labels, rng=resolve_rng(seed, "seed"),
                          where=_dtypes.names(conditions, dtypes) or None)
         return _dtypes.relabel(out, dtypes) if labels else _dtypes.restore(out, dtypes)
@@ -421,6 +428,28 @@ class Synthesizer:
         return _files.load(cls, path)
 
 
+
+
+def _check_conditions(conditions: Any, domain: Domain, dtypes: dict[str, dict[str, Any]]) -> None:
+    """A TypeError naming ``conditions`` when it is not a mapping or one of its values is not one value
+    (a list, set, array: :func:`~lopub.model.graphical.condition_label` matches no category to those)."""
+    if conditions is None:
+        return
+    if not isinstance(conditions, Mapping):
+        raise TypeError(f"conditions ({type(conditions).__name__}) must be a mapping attribute -> label, "
+                        f"e.g. {{{domain.attrs[0]!r}: {domain.labels(domain.attrs[0])[0]!r}}}")
+    for key, value in conditions.items():  # loop over conditions
+        (name,) = _dtypes.names({key: value}, dtypes) or {key: value}
+        if name not in domain.attrs or value is None or pd.api.types.is_scalar(value):
+            continue  # an unknown attribute or label: DomainError from the sampler, as documented
+        labels = list(domain.labels(name))
+        missing = domain[name].missing
+        example = next((x for x in labels if x != missing), labels[0])
+        shown = labels if len(labels) <= 20 else labels[:20] + ["..."]
+        raise TypeError(f"conditions[{key!r}] is a {type(value).__name__}, {reprlib.repr(value)}; expected one "
+                        f"label of attribute {name!r}, e.g. {example!r} (labels {shown}): a condition fixes one "
+                        f"value. For records with any of several values, sample each value's condition in "
+                        f"proportion to query({name!r}) and concatenate")
 
 
 def _protocol_of(reports: Any) -> str:
