@@ -23,6 +23,7 @@ The record is ``meta["synthesizer"]["dtypes"]`` of a saved synthesizer (absent i
 """
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,6 +108,28 @@ def names(conditions: Mapping[Any, Any] | None, dtypes: dict[str, dict[str, Any]
     """``conditions`` with integer column labels as the attributes' names (``{0: "x"}`` -> ``{"0": "x"}``)."""
     back = {how["label"]: a for a, how in dtypes.items() if "label" in how}
     return conditions if not (back and conditions) else {back.get(k, k): v for k, v in conditions.items()}
+
+
+def check_conditions(conditions: Any, domain: Domain, dtypes: dict[str, dict[str, Any]]) -> None:
+    """A TypeError naming ``conditions`` when it is not a mapping or one of its values is not one value
+    (a list, set, array: :func:`~lopub.model.graphical.condition_label` matches no category to those)."""
+    if conditions is None:
+        return
+    if not isinstance(conditions, Mapping):
+        raise TypeError(f"conditions ({type(conditions).__name__}) must be a mapping attribute -> label, "
+                        f"e.g. {{{domain.attrs[0]!r}: {domain.labels(domain.attrs[0])[0]!r}}}")
+    for key, value in conditions.items():  # loop over conditions
+        (name,) = names({key: value}, dtypes) or {key: value}
+        if name not in domain.attrs or value is None or pd.api.types.is_scalar(value):
+            continue  # an unknown attribute or label: DomainError from the sampler, as documented
+        labels = list(domain.labels(name))
+        missing = domain[name].missing
+        example = next((x for x in labels if x != missing), labels[0])
+        shown = labels if len(labels) <= 20 else labels[:20] + ["..."]
+        raise TypeError(f"conditions[{key!r}] is a {type(value).__name__}, {reprlib.repr(value)}; expected one "
+                        f"label of attribute {name!r}, e.g. {example!r} (labels {shown}): a condition fixes one "
+                        f"value. For records with any of several values, sample each value's condition in "
+                        f"proportion to query({name!r}) and concatenate")
 
 
 def _nullable_int(col: pd.Series, dtype: str) -> pd.Series:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import reprlib
 import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
@@ -353,7 +352,7 @@ class Synthesizer:
             report = getattr(self, "fit_report_", None)
             n = (report.collection.n or None) if report is not None else None  # 0: unknown, the model's n
         dtypes = getattr(self, "dtypes_", {})
-        _check_conditions(conditions, model.domain, dtypes)
+        _dtypes.check_conditions(conditions, model.domain, dtypes)
         out = synthesize(model, n, labels=labels, rng=resolve_rng(seed, "seed"),
                          where=_dtypes.names(conditions, dtypes) or None)
         return _dtypes.relabel(out, dtypes) if labels else _dtypes.restore(out, dtypes)
@@ -428,28 +427,6 @@ class Synthesizer:
         return _files.load(cls, path)
 
 
-
-
-def _check_conditions(conditions: Any, domain: Domain, dtypes: dict[str, dict[str, Any]]) -> None:
-    """A TypeError naming ``conditions`` when it is not a mapping or one of its values is not one value
-    (a list, set, array: :func:`~lopub.model.graphical.condition_label` matches no category to those)."""
-    if conditions is None:
-        return
-    if not isinstance(conditions, Mapping):
-        raise TypeError(f"conditions ({type(conditions).__name__}) must be a mapping attribute -> label, "
-                        f"e.g. {{{domain.attrs[0]!r}: {domain.labels(domain.attrs[0])[0]!r}}}")
-    for key, value in conditions.items():  # loop over conditions
-        (name,) = _dtypes.names({key: value}, dtypes) or {key: value}
-        if name not in domain.attrs or value is None or pd.api.types.is_scalar(value):
-            continue  # an unknown attribute or label: DomainError from the sampler, as documented
-        labels = list(domain.labels(name))
-        missing = domain[name].missing
-        example = next((x for x in labels if x != missing), labels[0])
-        shown = labels if len(labels) <= 20 else labels[:20] + ["..."]
-        raise TypeError(f"conditions[{key!r}] is a {type(value).__name__}, {reprlib.repr(value)}; expected one "
-                        f"label of attribute {name!r}, e.g. {example!r} (labels {shown}): a condition fixes one "
-                        f"value. For records with any of several values, sample each value's condition in "
-                        f"proportion to query({name!r}) and concatenate")
 
 
 def _protocol_of(reports: Any) -> str:
