@@ -82,3 +82,12 @@ def test_restore_casts_whole_numbers_and_keeps_others():
     assert check({"k": {"type": "UInt8"}}, "f") == {"k": {"type": "UInt8"}}
     with pytest.raises(ValueError, match="must map"):
         check({"k": {"type": "int64"}}, "f")  # numpy's name: not a nullable dtype
+
+
+def test_a_list_in_query_where_is_a_type_error_naming_where():
+    # before: DomainError "attribute 'b' has no category ['p', 'q']; expected one of ['p', 'q']"
+    syn = _fit(_frame())
+    with pytest.raises(TypeError, match=r"^where\['b'\] is a list, \['p', 'q'\]; expected one label of attribute "
+                                        r"'b'.*add each value's query weighted by its share in query\('b'\)"):
+        syn.query("a", where={"b": ["p", "q"]})
+    assert syn.query("a", where={"b": "p"}).values.sum() == pytest.approx(1.0)

@@ -110,13 +110,15 @@ def names(conditions: Mapping[Any, Any] | None, dtypes: dict[str, dict[str, Any]
     return conditions if not (back and conditions) else {back.get(k, k): v for k, v in conditions.items()}
 
 
-def check_conditions(conditions: Any, domain: Domain, dtypes: dict[str, dict[str, Any]]) -> None:
-    """A TypeError naming ``conditions`` when it is not a mapping or one of its values is not one value
-    (a list, set, array: :func:`~lopub.model.graphical.condition_label` matches no category to those)."""
+def check_conditions(conditions: Any, domain: Domain, dtypes: dict[str, dict[str, Any]],
+                     param: str = "conditions") -> None:
+    """A TypeError naming ``param`` (``conditions`` of ``sample``, ``where`` of ``query``) when it is not a
+    mapping or one of its values is not one value (a list, set, array:
+    :func:`~lopub.model.graphical.condition_label` matches no category to those)."""
     if conditions is None:
         return
     if not isinstance(conditions, Mapping):
-        raise TypeError(f"conditions ({type(conditions).__name__}) must be a mapping attribute -> label, "
+        raise TypeError(f"{param} ({type(conditions).__name__}) must be a mapping attribute -> label, "
                         f"e.g. {{{domain.attrs[0]!r}: {domain.labels(domain.attrs[0])[0]!r}}}")
     for key, value in conditions.items():  # loop over conditions
         (name,) = names({key: value}, dtypes) or {key: value}
@@ -126,10 +128,11 @@ def check_conditions(conditions: Any, domain: Domain, dtypes: dict[str, dict[str
         missing = domain[name].missing
         example = next((x for x in labels if x != missing), labels[0])
         shown = labels if len(labels) <= 20 else labels[:20] + ["..."]
-        raise TypeError(f"conditions[{key!r}] is a {type(value).__name__}, {reprlib.repr(value)}; expected one "
+        how = ("sample each value's condition in proportion to query({!r}) and concatenate" if param == "conditions"
+               else "add each value's query weighted by its share in query({!r})").format(name)
+        raise TypeError(f"{param}[{key!r}] is a {type(value).__name__}, {reprlib.repr(value)}; expected one "
                         f"label of attribute {name!r}, e.g. {example!r} (labels {shown}): a condition fixes one "
-                        f"value. For records with any of several values, sample each value's condition in "
-                        f"proportion to query({name!r}) and concatenate")
+                        f"value. For any of several values, {how}")
 
 
 def _nullable_int(col: pd.Series, dtype: str) -> pd.Series:

@@ -360,7 +360,9 @@ class Synthesizer:
     def query(self, attrs: str | Sequence[str], where: Mapping[str, Any] | None = None) -> Marginal:
         """The model's marginal over ``attrs`` (one name or a list; conditioned on ``where``); see
         :meth:`Model.query`."""
-        return self._fitted().query(attrs if isinstance(attrs, str) else list(attrs), where)
+        model = self._fitted()
+        _dtypes.check_conditions(where, model.domain, getattr(self, "dtypes_", {}), "where")
+        return model.query(attrs if isinstance(attrs, str) else list(attrs), where)
 
     def graph(self) -> "DependencyGraph | None":
         """The dependency graph (:class:`~lopub.dependency.graph.DependencyGraph`; ``.graph`` is
