@@ -171,14 +171,39 @@ export function checkAnswers(desc, answers) {
   const names = Object.keys(questions);
   for (const attr of names) {
     const labels = questions[attr].map(String);
-    if (Object.hasOwn(answers, attr) && !labels.includes(String(answers[attr]))) {
-      throw new RangeError(`answer for ${attr} (${JSON.stringify(answers[attr])}) must be one of ${JSON.stringify(labels)}`);
+    const value = answers[attr];
+    if (Object.hasOwn(answers, attr) && (value === null || value === undefined)) { // as DeviceClient's check_answers
+      const label = missingLabel(desc, attr);
+      if (label === null) {
+        throw new RangeError(`answer for ${attr} is missing (${value}) but ${attr} has no missing-value category; `
+          + `it must be one of ${JSON.stringify(labels)}`);
+      }
+      continue;
+    }
+    if (Object.hasOwn(answers, attr) && !labels.includes(String(value))) {
+      throw new RangeError(`answer for ${attr} (${JSON.stringify(value)}) must be one of ${JSON.stringify(labels)}`);
     }
   }
   const unknown = Object.keys(answers).filter((a) => !Object.hasOwn(questions, a));
   if (unknown.length) throw new RangeError(`answers has ${JSON.stringify(unknown)}, which are not questions; the questions are ${JSON.stringify(names)}`);
   const missing = names.filter((a) => !Object.hasOwn(answers, a));
   if (missing.length) throw new RangeError(`answers is missing ${JSON.stringify(missing)}; every question needs an answer`);
+}
+
+/** The label of `attr`'s missing-value category in the description's domain, null when it has none. */
+export function missingLabel(desc, attr) {
+  const attrs = (desc.plan ?? desc.spec)?.domain?.attributes ?? [];
+  const a = attrs.find((x) => x.name === attr);
+  return a?.missing ?? null;
+}
+
+/** The answers with a missing value (null, undefined) as its attribute's missing-value label (checkAnswers first). */
+export function withMissing(desc, answers) {
+  const out = { ...answers };
+  for (const attr of Object.keys(desc.questions)) {
+    if (Object.hasOwn(out, attr) && (out[attr] === null || out[attr] === undefined)) out[attr] = missingLabel(desc, attr);
+  }
+  return out;
 }
 
 /** The exact LDP level of a subset's randomizer as the device runs it from its parameters `o`. */
@@ -230,8 +255,9 @@ export function checkDescription(desc) {
  * (the service changed its plan since `desc` was read) throws an Error: reload the description;
  * randomizer parameters less private than the epsilon `desc` states throw a RangeError (checkDescription).
  */
-export function makeReport(desc, enrol, answers, src = new WordSource()) {
-  checkAnswers(desc, answers);
+export function makeReport(desc, enrol, given, src = new WordSource()) {
+  checkAnswers(desc, given);
+  const answers = withMissing(desc, given); // a missing value: its attribute's missing-value label
   if (enrol.plan_id !== undefined && enrol.plan_id !== desc.plan_id) { // undefined: a service that does not say
     throw new Error(`enrolment plan_id (${JSON.stringify(enrol.plan_id)}) must be the plan this page read `
       + `(${JSON.stringify(desc.plan_id)}): collection ${desc.name} changed its plan (another epsilon or subsets); reload`);
@@ -334,7 +360,8 @@ export async function submit(baseUrl, name, answers, options = {}) {
   const desc = await request(api, undefined, 'collection', options);
   checkAnswers(desc, answers); // before enrolling: no token spent on answers that cannot be sent
   checkDescription(desc); // nor on a description whose randomizers are weaker than its epsilon
-  const key = JSON.stringify([api, Object.keys(answers).sort().map((a) => [a, String(answers[a])])]);
+  const filled = withMissing(desc, answers);
+  const key = JSON.stringify([api, Object.keys(filled).sort().map((a) => [a, String(filled[a])])]);
   const before = SENT.get(key);
   if (before?.refused) {
     throw Object.assign(new Error(`report: not sent: the service refused a randomized report of these answers `

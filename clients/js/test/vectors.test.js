@@ -154,3 +154,23 @@ test('Web Crypto words: bernoulli(1/4) frequency within 5 sd', () => {
   const sd = Math.sqrt(n * 0.25 * 0.75);
   assert.ok(Math.abs(hits - n / 4) < 5 * sd, `hits ${hits}`);
 });
+
+test('a missing answer (null, undefined) is the missing-value category, as DeviceClient reads it', async () => {
+  const { withMissing, WordSource: WS } = await import('../lopub.js');
+  const attrs = [{ name: 'income', categories: ['low', 'high', 'unknown'], missing: 'unknown' },
+    { name: 'smoker', categories: ['yes', 'no'] }];
+  const d = { questions: { income: ['low', 'high', 'unknown'], smoker: ['yes', 'no'] }, plan: { domain: { attributes: attrs } } };
+  checkAnswers(d, { income: null, smoker: 'no' }); // no error
+  assert.deepEqual(withMissing(d, { income: undefined, smoker: 'no' }), { income: 'unknown', smoker: 'no' });
+  assert.throws(() => checkAnswers(d, { income: 'low', smoker: null }),
+    /answer for smoker is missing \(null\) but smoker has no missing-value category; it must be one of \["yes","no"\]/);
+  // the report of null equals that of the missing label, word for word
+  const desc = structuredClone(V.marginal_description);
+  const first = desc.plan.domain.attributes.find((a) => a.name === desc.plan.subsets[0][0]); // reported by subset 0
+  first.missing = first.categories[first.categories.length - 1];
+  const words = Array.from({ length: 256 }, (_, i) => (i * 2654435761) >>> 0);
+  const base = Object.fromEntries(Object.entries(desc.questions).map(([a, labels]) => [a, labels[0]]));
+  const enrol = { token: 't', subset: 0, plan_id: desc.plan_id };
+  assert.deepEqual(makeReport(desc, enrol, { ...base, [first.name]: null }, new WS(words)),
+    makeReport(desc, enrol, { ...base, [first.name]: first.missing }, new WS(words)));
+});
