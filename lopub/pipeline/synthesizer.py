@@ -111,8 +111,7 @@ class Synthesizer:
     fit_report_ : SynthesizerReport
     dtypes_ : dict
         The input's pandas categorical and duration columns, nullable integer columns without a
-        value and integer column labels,
-        ``{name: {"type", "ordered", "label"}}`` (:mod:`~lopub.pipeline.synth_dtypes`), which
+        value and integer column labels, ``{name: {"type", "ordered", "label"}}`` (:mod:`~lopub.pipeline.synth_dtypes`), which
         :meth:`sample` gives back as such.
     verdict_ : Verdict or None
         Good / usable with caveats / not usable, with the reasons
@@ -342,10 +341,8 @@ class Synthesizer:
         :func:`lopub.publish.synthesize.sample_codes`, which says how a model's
         relaxed regions update the draw and the gap that heuristic leaves).  An unknown attribute
         or label raises ``DomainError``; a condition the model gives
-        probability zero raises ``ZeroProbabilityError`` (both ``ValueError``).  A value that is not
-        one value (a list, tuple, set or array: ``{"b": ["p", "q"]}``) raises ``TypeError`` before any
-        sampling: a condition fixes one label (for any of several, sample each one's condition in
-        proportion to :meth:`query` of the attribute and concatenate).
+        probability zero raises ``ZeroProbabilityError`` (both ``ValueError``); a list, set or array of
+        values (``{"b": ["p", "q"]}``) ``TypeError`` before any sampling (a condition fixes one label).
         """
         model = self._fitted()
         if n is None:
