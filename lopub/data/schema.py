@@ -13,7 +13,8 @@ steward to review before collecting.  Rules, column by column:
   strings with a UTC offset are ``datetime`` with the attribute's ``timezone``: the column's zone,
   the strings' one offset, or UTC with a note when they carry several) or US dates (``01/31/2024``, when some
   second field is above 12 and no first field is; other ``../../YYYY`` dates stay
-  text with a note); else ``text``.  In a text column ``?`` or ``NA`` are labels like any other.
+  text with a note, as ``DD.MM.YYYY`` dates do); else ``text``.  In a text column ``?`` or ``NA``
+  are labels like any other.
   Durations (a ``timedelta64`` column) are numbers of seconds, with a note.
 * **identifiers**: a text column whose values are unique in at least 90 % of
   its (>= 20) rows, or an integer column of N >= 1,000 distinct values filling
@@ -73,7 +74,7 @@ from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, date_l
                                respelled_numbers)
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
-from lopub.data.schema_kinds import _kind, _slash_dates
+from lopub.data.schema_kinds import _dotted_dates, _kind, _slash_dates
 from lopub.data.schema_report import ColumnDecision, SchemaReport
 from lopub.errors import DomainError
 from lopub.limits import check_memory
@@ -278,10 +279,14 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
             notes.append(f"{t!r} ({int((marks == t).sum()):,} rows) may mark a missing value: kept as "
                          f"the category {t!r} (read it as missing with --na-values {t})")
     hint = _respelled_note(present, o.na) if kind == "text" else []
-    order = _slash_dates(pd.Series(present.astype(str).str.strip().unique())) if kind == "text" else None
+    distinct = pd.Series(present.astype(str).str.strip().unique()) if kind == "text" else None
+    order = _slash_dates(distinct) if distinct is not None else None
     if order is not None:
         hint.append(f"the values look like dates ../../YYYY with {order}: kept as text; write them "
                     f"as YYYY-MM-DD to have them read as dates")
+    elif distinct is not None and _dotted_dates(distinct):
+        hint.append("the values look like dates DD.MM.YYYY: kept as text (a category per distinct "
+                    "day); write them as YYYY-MM-DD to have them read as dates")
     notes += hint
     ident = None if keep_id or o.identifiers == "keep" else _identifier(kind, present, values)
     if ident is not None:

@@ -13,6 +13,7 @@ from lopub.errors import DomainError
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(\s*(Z|[+-]\d{2}:?\d{2}))?)?$")
 _SLASH_DATE = re.compile(r"^\d{1,2}/\d{1,2}/\d{4}$")  # 01/31/2024 (US) or 31/01/2024
+_DOT_DATE = re.compile(r"^\d{1,2}\.\d{1,2}\.\d{4}$")  # 31.01.2024 (day first: German and others)
 _BOOLEAN = ("True", "False")  # as pandas writes booleans: other spellings stay text labels
 
 
@@ -90,6 +91,11 @@ def _slash_dates(labels: pd.Series) -> str | None:
     if (first > 12) == (second > 12) or max(first, second) > 31:
         return "day and month order unclear"
     return "month first" if second > 12 else "day first"
+
+
+def _dotted_dates(labels: pd.Series) -> bool:
+    """Whether the labels are all ``DD.MM.YYYY`` dates."""
+    return bool(labels.size) and bool(labels.str.fullmatch(_DOT_DATE).all())
 
 
 def _int_or_number(x: np.ndarray) -> str:
