@@ -269,12 +269,19 @@ def dataset_from_file(path: str, domain: Any, na_values: Sequence[str] | None = 
     """
     from lopub.data.dataset import Dataset
 
+    from lopub.progress import note
+
     df = read_csv(path, na_values, sep=sep, decimal=decimal, names=names, no_header=no_header)
     try:
         df = _missing_rows(df, domain, missing, path)
-        return Dataset.from_pandas(df, domain)
+        data = Dataset.from_pandas(df, domain)
     except ValueError as exc:  # DomainError: missing columns, unknown categories, no rows
         raise type(exc)(f"data file {path!r}: {exc}") from None
+    extra = [str(c) for c in df.columns  # (not a trailing delimiter's column of no name and no value)
+             if c not in domain and (str(c).strip() or df[c].notna().any())]
+    if extra:
+        note(f"data file {path!r}: column(s) {extra} are not in the domain: left out (not collected)")
+    return data
 
 
 #: what reads each kind of ``.npz`` reports file
