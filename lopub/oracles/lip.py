@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from lopub._util import check_int, check_open_unit, resolve_rng
-from lopub.oracles.base import check_values
+from lopub.oracles.base import check_counts, check_values
 from lopub.oracles.lip_channel import (
     check_lip_epsilon,
     MAX_CONDITION,
@@ -118,10 +118,8 @@ class _MatrixLIP(MeasureMixin):
 
     def estimate_from_counts(self, counts: Any, n: int, method: str | None = None) -> np.ndarray:
         """Estimate from output counts; see :meth:`estimate`."""
-        counts = np.asarray(counts, dtype=float)
+        counts, n = check_counts(counts, self.matrix.shape[1], n)  # one count per output
         method = self.estimator if method is None else method
-        if n < 1:
-            raise ValueError(f"n ({n}) must be >= 1 (no reports to estimate from)")
         if method == "bayes":
             lam = self.prior @ self.matrix
             post = (self.prior[:, None] * self.matrix) / np.where(lam > 0, lam, 1.0)[None, :]

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from lopub._util import check_int, resolve_rng
-from lopub.oracles.base import MAX_ENUM_K, UE_CHUNK_CELLS, check_values, support_variance
+from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_values,
+                                support_variance)
 from lopub.oracles.lip_channel import (
     bayes_variance,
     check_estimator,
@@ -137,8 +138,7 @@ class UELIP(MeasureMixin):
     def estimate_from_counts(self, counts: Any, n: int, method: str | None = None) -> np.ndarray:
         """Frequencies from :meth:`aggregate`'s output of ``n`` reports."""
         method = check_estimator("method", self.estimator if method is None else method)
-        n = check_int("n", n, 1)
-        counts = np.asarray(counts, dtype=float)
+        counts, n = check_counts(counts, self.k, n)
         if method == "invert":
             return (counts - n * self.q) / (n * (self.p - self.q))
         return counts / n
@@ -314,7 +314,8 @@ class LHLIP(MeasureMixin):
 
     def estimate_from_counts(self, counts: Any, n: int) -> np.ndarray:
         """Posterior mean from :meth:`aggregate`'s output of ``n`` reports."""
-        return np.asarray(counts, dtype=float) / check_int("n", n, 1)
+        counts, n = check_counts(counts, self.k, n)
+        return counts / n
 
     def estimate(self, reports: Any) -> np.ndarray:
         """Posterior mean ``(1/n) sum_i P(X_i = k | a_i, b_i, y_i)``; unbiased
