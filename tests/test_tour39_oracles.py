@@ -50,3 +50,46 @@ def test_lip_counts_of_another_length_are_refused(case):
     reports = mech.perturb(np.array([0, 1, 2, 2, 1, 2]), rng=0)
     np.testing.assert_allclose(mech.estimate_from_counts(mech.aggregate(reports), 6),
                                mech.estimate(reports))
+
+
+def _codes(n=600, sizes=(3, 4), seed=0):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.integers(0, k, n) for k in sizes])
+
+
+def test_spl_refuses_reports_of_another_number_of_attributes():
+    """SPL('grr', 2, (3, 4)).estimate(reports[:1]) returned one estimate for a two-attribute
+    scheme (zip dropped the second attribute; measure too), and SPL / ALLOMFREE variance(n, f)
+    with one array of frequencies gave one variance; SMP.variance already refused that."""
+    spl = O.SPL("grr", 2.0, (3, 4))
+    reports = spl.perturb(_codes(), rng=1)
+    want = r"reports \(1 report arrays?\) must hold one report array per attribute \(2\)"
+    with pytest.raises(ValueError, match=want):
+        spl.estimate(reports[:1])
+    with pytest.raises(ValueError, match=want):
+        spl.measure(reports[:1])
+    assert len(spl.estimate(reports)) == 2 and len(spl.measure(reports)) == 2
+    f3 = np.ones(3) / 3
+    for scheme in (spl, O.SMP("grr", 2.0, (3, 4)), O.Allomfree(2.0, 1.0, (3, 4))):
+        with pytest.raises(ValueError, match=r"f \(length 1\) must give one array per attribute \(2\)"):
+            scheme.variance(100, [f3])
+        assert len(scheme.variance(100, [f3, np.ones(4) / 4])) == 2
+
+
+@pytest.mark.parametrize("make", [lambda: O.SMP("oue", 2.0, (3, 4)),
+                                  lambda: O.Allomfree(2.0, 1.0, (3, 4))])
+def test_sampling_schemes_say_what_reports_they_need(make):
+    """SMP / ALLOMFREE estimate of a list of per-attribute arrays raised "AttributeError: 'list'
+    object has no attribute 'per_attr'"; SampledReports of one attribute for two gave one
+    estimate."""
+    scheme = make()
+    rep = scheme.perturb(_codes(), rng=2)
+    with pytest.raises(TypeError, match=r"reports \(list\) must be SampledReports"):
+        scheme.estimate(list(rep.per_attr))
+    short = O.SampledReports(attributes=rep.attributes, per_attr=rep.per_attr[:1])
+    with pytest.raises(ValueError, match=r"reports \(1 report array\) must hold one report "
+                                         r"array per attribute \(2\)"):
+        scheme.estimate(short)
+    with pytest.raises(ValueError, match=r"one report array per attribute \(2\)"):
+        scheme.measure(short)
+    assert len(scheme.estimate(rep)) == 2

@@ -37,6 +37,8 @@ from lopub.oracles.multidim import (
     SampledReports,
     check_attributes,
     check_codes,
+    check_f_per_attr,
+    check_sampled,
     check_sizes,
     estimate_per_attr,
     measure_sampled,
@@ -131,7 +133,7 @@ class Allomfree:
 
     def estimate(self, reports: SampledReports) -> list[np.ndarray]:
         """Unbiased one-way marginals; attribute ``j`` divides by its ``n_j``."""
-        return estimate_per_attr(self.protocols, reports.per_attr)
+        return estimate_per_attr(self.protocols, check_sampled(reports, len(self.sizes)).per_attr)
 
     def variance(self, n: int, f: Any = None) -> list:
         """Var* at ``n_j = n / d`` per attribute, or the exact variance plus the
@@ -141,6 +143,7 @@ class Allomfree:
         n_j = max(1, int(round(n / d)))
         if f is None:
             return [p.variance(n_j) for p in self.protocols]
+        check_f_per_attr(f, d)
         return [p.variance(n_j, np.asarray(fj)) + np.asarray(fj) * (1 - np.asarray(fj))
                 * (1 / n_j - 1 / n) for p, fj in zip(self.protocols, f)]
 

@@ -138,8 +138,35 @@ class SampledReports:
         return np.bincount(self.attributes.ravel(), minlength=d)
 
 
+def check_per_attr(per_attr: Any, d: int) -> Any:
+    """Check that ``per_attr`` holds one report array per attribute (``d`` of them)."""
+    if isinstance(per_attr, (str, bytes, SampledReports)) or not hasattr(per_attr, "__len__"):
+        raise TypeError(f"reports ({type(per_attr).__name__}) must be a sequence of report "
+                        f"arrays, one per attribute ({d})")
+    if len(per_attr) != d:
+        raise ValueError(f"reports ({len(per_attr)} report array{'s' * (len(per_attr) != 1)}) "
+                         f"must hold one report array per attribute ({d})")
+    return per_attr
+
+
+def check_sampled(reports: Any, d: int) -> SampledReports:
+    """Check reports of a sampling scheme: :class:`SampledReports` of ``d`` attributes."""
+    if not isinstance(reports, SampledReports):
+        raise TypeError(f"reports ({type(reports).__name__}) must be SampledReports (what "
+                        f"perturb returns: the sampled attributes and the reports about each)")
+    check_per_attr(reports.per_attr, d)
+    return reports
+
+
+def check_f_per_attr(f: Any, d: int) -> None:
+    """Check frequencies given to a scheme's ``variance``: one array per attribute."""
+    if len(f) != d:
+        raise ValueError(f"f (length {len(f)}) must give one array per attribute ({d})")
+
+
 def estimate_per_attr(oracles: tuple, per_attr: Any) -> list[np.ndarray]:
     """Unbiased estimates for every attribute; NaN (with a warning) if ``n_j = 0``."""
+    check_per_attr(per_attr, len(oracles))
     out = []
     for j, (oracle, reports) in enumerate(zip(oracles, per_attr)):  # loop over attributes
         if oracle.n_reports(reports) == 0:
@@ -192,6 +219,7 @@ class SPL:
         """Var* (``f=None``) or exact variance (``f``: one array per attribute)."""
         if f is None:
             return [o.variance(n) for o in self.oracles]
+        check_f_per_attr(f, len(self.sizes))
         return [o.variance(n, fj) for o, fj in zip(self.oracles, f)]
 
     def params(self) -> dict:
@@ -203,7 +231,7 @@ class SPL:
                 postprocess: str = "norm-sub") -> list:
         """One :class:`~lopub.estimate.measurement.Measurement` per attribute (see
         :mod:`lopub.oracles.measure`); ``domain`` defaults to ``x0 ... x{d-1}``."""
-        n = [o.n_reports(r) for o, r in zip(self.oracles, reports)]
+        n = [o.n_reports(r) for o, r in zip(self.oracles, check_per_attr(reports, len(self.sizes)))]
         return measure_per_attr(self.oracles, self.estimate(reports), n, max(n), domain,
                                 postprocess, sampled=False)
 
@@ -285,7 +313,7 @@ class SMP:
 
     def estimate(self, reports: SampledReports) -> list[np.ndarray]:
         """Unbiased one-way marginals; attribute ``j`` uses its ``n_j`` users."""
-        return estimate_per_attr(self.oracles, reports.per_attr)
+        return estimate_per_attr(self.oracles, check_sampled(reports, len(self.sizes)).per_attr)
 
     def variance(self, n: int, f: Any = None) -> list:
         """Variance per attribute from ``n`` users (``n_j = n r / d`` expected).
@@ -301,8 +329,7 @@ class SMP:
         n_j = max(1, int(round(n * self.r / d)))
         if f is None:
             return [d / self.r * o.variance(n) for o in self.oracles]
-        if len(f) != d:
-            raise ValueError(f"f (length {len(f)}) must give one array per attribute ({d})")
+        check_f_per_attr(f, d)
         return [o.variance(n_j, np.asarray(fj)) + np.asarray(fj) * (1 - np.asarray(fj))
                 * (1 / n_j - 1 / n) for o, fj in zip(self.oracles, f)]
 
@@ -326,8 +353,7 @@ def measure_sampled(oracles: tuple, reports: SampledReports, domain: Any,
                     postprocess: str) -> list:
     """Measurements of a sampling scheme (SMP, ALLOMFREE): attribute ``j``
     estimated from its ``n_j`` users."""
-    if not isinstance(reports, SampledReports):
-        raise TypeError(f"reports ({type(reports).__name__}) must be SampledReports")
+    check_sampled(reports, len(oracles))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # empty attributes: measure_per_attr warns instead
         est = estimate_per_attr(oracles, reports.per_attr)
