@@ -93,3 +93,28 @@ def test_sampling_schemes_say_what_reports_they_need(make):
     with pytest.raises(ValueError, match=r"one report array per attribute \(2\)"):
         scheme.measure(short)
     assert len(scheme.estimate(rep)) == 2
+
+
+SUPPORT_ORACLES = {
+    "grr": lambda: O.GRR(1.5, 3), "oue": lambda: O.OUE(1.5, 3), "olh": lambda: O.OLH(1.5, 3),
+    "l-grr": lambda: O.LGRR(2.0, 1.2, 3), "l-osue": lambda: O.LOSUE(2.0, 1.2, 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUPPORT_ORACLES) + sorted(LIP_MECHANISMS))
+def test_variance_refuses_frequencies_of_another_length(case):
+    """GRR(2, 4).variance(10, [0.1, 0.2]) returned two variances for a 4-value domain (five for
+    five frequencies; UE-LIP's inversion too); RR-LIP, UE-LIP's posterior mean and LH-LIP raised
+    numpy's 'matmul: Input operand 1 has a mismatch in its core dimension 0' or a broadcasting
+    error.  Now f must be the k frequencies (or, for the support-count oracles, one)."""
+    mech = {**SUPPORT_ORACLES, **LIP_MECHANISMS}[case]()
+    for bad in ([0.5, 0.5], np.full(4, 0.25), [[0.2, 0.3, 0.5]]):
+        with pytest.raises(ValueError, match=r"f \(shape \(\d?,? ?\d?,?\)\) must be the "
+                                             r"frequencies of the 3 values: an array of shape \(3,\)"):
+            mech.variance(100, bad)
+    assert np.shape(mech.variance(100, PRIOR)) == (3,)
+    if case in SUPPORT_ORACLES:  # one frequency for every value, as documented
+        assert mech.variance(100, 0.3) == pytest.approx(mech.variance(100, np.full(3, 0.3))[0])
+    else:
+        with pytest.raises(ValueError, match=r"an array of shape \(3,\)$"):
+            mech.variance(100, 0.3)

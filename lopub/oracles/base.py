@@ -100,6 +100,16 @@ def check_counts(counts: Any, k: int, n: int) -> tuple[np.ndarray, int]:
     return counts, int(n)
 
 
+def check_frequencies(f: Any, k: int, scalar: bool = True) -> np.ndarray:
+    """Check the frequencies at which a variance is evaluated: shape ``(k,)`` (or one
+    frequency for every value, where ``scalar``)."""
+    arr = np.asarray(f, dtype=float)
+    if arr.shape != (k,) and not (scalar and arr.ndim == 0):
+        raise ValueError(f"f (shape {arr.shape}) must be the frequencies of the {k} values: an "
+                         f"array of shape ({k},)" + (" or one frequency" if scalar else ""))
+    return arr
+
+
 def unbiased_frequencies(counts: np.ndarray, n: int, p: float, q: float) -> np.ndarray:
     """Unbiased frequency estimate ``(N_v - n q) / (n (p - q))``.
 
@@ -228,7 +238,9 @@ class SupportOracle(MeasureMixin):
         return self.estimate_from_counts(self.aggregate(reports), self.n_reports(reports))
 
     def variance(self, n: int, f: Any = None) -> Any:
-        """Var* (``f=None``) or exact fixed-dataset variance of one estimate."""
+        """Var* (``f=None``) or exact fixed-dataset variance of one estimate (``f``: the
+        ``k`` frequencies, or one frequency)."""
+        f = None if f is None else check_frequencies(f, self.k)
         return support_variance(n, self.p, self.q, f)
 
     def params(self) -> dict:

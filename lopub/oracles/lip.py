@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from lopub._util import check_int, check_open_unit, resolve_rng
-from lopub.oracles.base import check_counts, check_values
+from lopub.oracles.base import check_counts, check_frequencies, check_values
 from lopub.oracles.lip_channel import (
     check_lip_epsilon,
     MAX_CONDITION,
@@ -150,7 +150,7 @@ class _MatrixLIP(MeasureMixin):
         ``method`` defaults to the ``estimator`` chosen at construction.
         """
         n = check_int("n", n, 1)
-        f = self.prior if f is None else np.asarray(f, dtype=float)
+        f = self.prior if f is None else check_frequencies(f, self.k, scalar=False)
         method = check_estimator("method", self.estimator if method is None else method)
         if method == "bayes":
             return bayes_variance(self.matrix, self.prior, f, n)

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from lopub._util import check_int, resolve_rng
-from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_values,
-                                support_variance)
+from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_frequencies,
+                                check_values, support_variance)
 from lopub.oracles.lip_channel import (
     bayes_variance,
     check_estimator,
@@ -160,7 +160,7 @@ class UELIP(MeasureMixin):
         """
         n = check_int("n", n, 1)
         method = check_estimator("method", self.estimator if method is None else method)
-        f = self.prior if f is None else np.asarray(f, dtype=float)
+        f = self.prior if f is None else check_frequencies(f, self.k, scalar=False)
         if method == "invert":
             return np.asarray(support_variance(n, self.p, self.q, f))
         if self.k > MAX_ENUM_K:
@@ -332,7 +332,7 @@ class LHLIP(MeasureMixin):
         approximation, within about 2 % of the average over all seeds).
         """
         n = check_int("n", n, 1)
-        f = self.prior if f is None else np.asarray(f, dtype=float)
+        f = self.prior if f is None else check_frequencies(f, self.k, scalar=False)
         mean, f_second = self._posterior_moments(f)
         return (f_second - f @ mean ** 2) / n
 
