@@ -118,3 +118,58 @@ def test_variance_refuses_frequencies_of_another_length(case):
     else:
         with pytest.raises(ValueError, match=r"an array of shape \(3,\)$"):
             mech.variance(100, 0.3)
+
+
+@pytest.fixture()
+def small(tmp_path):
+    """A CSV with a 2-category and a 5-category attribute, its domain and a uniform prior."""
+    rng = np.random.default_rng(0)
+    n = 400
+    pd.DataFrame({"a": rng.choice(["x", "y"], n),
+                  "b": rng.choice(list("pqrst"), n)}).to_csv(tmp_path / "d.csv", index=False)
+    dom = {"format": "lopub-domain", "version": 1, "attributes": [
+        {"name": "a", "categories": ["x", "y"]}, {"name": "b", "categories": list("pqrst")}]}
+    (tmp_path / "dom.json").write_text(json.dumps(dom))
+    (tmp_path / "prior.json").write_text(json.dumps({"a": [0.5, 0.5], "b": [0.2] * 5}))
+    return tmp_path
+
+
+def _collect_err(capsys, tmp, *extra):
+    code, _, err = _run(capsys, "collect", str(tmp / "d.csv"), "--domain", str(tmp / "dom.json"),
+                        "--out", str(tmp / "r.npz"), "--seed", "1", *extra)
+    assert code == 2 and not (tmp / "r.npz").exists()
+    return err
+
+
+@pytest.mark.parametrize(("extra", "want"), [
+    (["--protocol", "grr", "--epsilon", "1e-12"],
+     r"--epsilon \(1e-12\) and --solution spl over 2 attributes: each attribute gets epsilon "
+     r"5e-13; epsilon \(5e-13\) too small for grr"),
+    (["--protocol", "oue", "--epsilon", "1e-12", "--solution", "smp", "--r", "2"],
+     r"--epsilon \(1e-12\) and --solution smp with --r 2: each attribute gets epsilon 5e-13; "
+     r"epsilon \(5e-13\) too small for oue"),
+    (["--protocol", "l-grr", "--epsilon", "1e-11", "--eps-1", "1e-12"],
+     r"--epsilon \(1e-11\), --eps-1 \(1e-12\) and --solution spl over 2 attributes: each "
+     r"attribute gets eps_inf 5e-12 and eps_1 5e-13; eps_inf \(5e-12\), eps_1 \(5e-13\) too small"),
+    (["--protocol", "rr-lip", "--prior", "PRIOR", "--epsilon", "100"],
+     r"--epsilon \(100\) over 2 attributes: each attribute gets epsilon 50; epsilon \(50\.0\) "
+     r"must be <= 30"),
+    (["--protocol", "lh-lip", "--prior", "PRIOR", "--epsilon", "0.02"],
+     r"attribute 'b' \(lh-lip, --epsilon \(0\.02\) over 2 attributes: each attribute gets "
+     r"epsilon 0\.01\): no valid hash found"),
+    (["--protocol", "grr", "--epsilon", "1", "--solution", "smp", "--r", "3"],
+     r"--r \(3\) must be <= the number of attributes \(2\)"),
+    (["--protocol", "grr", "--epsilon", "1", "--solution", "smp", "--r", "0"],
+     r"--r \(0\) must be an integer >= 1"),
+])
+def test_collect_budget_errors_name_the_typed_options(small, capsys, extra, want):
+    """collect's errors named the per-attribute values the user never typed: '--epsilon 1e-12'
+    over 2 attributes said 'epsilon (5e-13) too small for grr', '--epsilon 100' for rr-lip
+    '--prior for attribute 'a': epsilon (50.0) must be <= 30' (not the prior's fault), lh-lip
+    'no valid hash found in 200 redraws ... at epsilon (0.01)' without the attribute, and
+    '--r 3' 'r (3) must be <= the number of attributes (2)'."""
+    extra = [str(small / "prior.json") if x == "PRIOR" else x for x in extra]
+    err = _collect_err(capsys, small, *extra)
+    assert len(err.strip().splitlines()) == 1, err
+    assert __import__("re").search(want, err), err
+    assert "--prior for attribute" not in err

@@ -13,12 +13,14 @@ import numpy as np
 
 from lopub.collect.compare import compare
 from lopub.oracles.lip import RRLIP
-from lopub.oracles.longitudinal import LGRR_VARIANTS, loue_max_eps1
+from lopub.oracles.lip_channel import check_lip_epsilon
+from lopub.oracles.longitudinal import LGRR_VARIANTS
 from lopub.oracles.multidim import SampledReports
 from lopub.estimate.postprocess import POSTPROCESS as METHODS
 from lopub.progress import warning
 from lopub.cli._commands import add_command
 from lopub.cli._outputs import check_output_path
+from lopub.cli.oracle_budgets import _check_budgets, _split
 from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, default, emit,
                                seed_arg)
 from lopub.cli.oracle_files import (FORMAT, LIP, PROTOCOLS, VERSION, _check_prior_sizes, _lip_client, _lip_eps,
@@ -63,6 +65,10 @@ def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
     priors = {x: _prior_by_label(priors[x], x, list(data.domain.labels(x))) for x in attrs}
     _check_prior_sizes([priors[x] for x in attrs], attrs, list(data.domain.sizes), "--prior")
     eps = _lip_eps(a.epsilon, len(attrs))
+    try:
+        check_lip_epsilon(eps)
+    except ValueError as exc:  # the typed --epsilon's fault, not the prior's
+        raise ValueError(f"{_split(a, len(attrs))}; {exc}") from None
     mechs = []
     for x in attrs:  # loop over attributes
         try:
@@ -98,30 +104,6 @@ def _warn_ignored(a: argparse.Namespace) -> None:
     for option, bad in ignored:
         if bad:
             warning(f"{option} is ignored with --protocol {p}", command="collect")
-
-
-def _check_budgets(a: argparse.Namespace, d: int) -> None:
-    """Check the typed budgets before they are split over attributes."""
-    if not (np.isfinite(a.epsilon) and a.epsilon > 0):
-        raise ValueError(f"--epsilon ({a.epsilon:g}) must be a finite number > 0")
-    if not (a.protocol.startswith("l-") or a.protocol == "allomfree"):
-        return
-    if a.eps_1 is None:
-        raise ValueError(f"--eps-1 is needed for {a.protocol} (0 < eps_1 < --epsilon)")
-    if not 0 < a.eps_1 < a.epsilon:
-        raise ValueError(f"--eps-1 ({a.eps_1:g}) must be > 0 and < --epsilon ({a.epsilon:g}) "
-                         f"(one report cannot cost more than all reports together)")
-    if a.protocol == "l-oue":
-        div = d if a.solution != "smp" else (a.r or 1)
-        how = (f"--solution spl over {d} attributes" if a.solution != "smp"
-               else f"--solution smp with --r {a.r or 1}")
-        ei, e1 = a.epsilon / div, a.eps_1 / div
-        if not e1 < loue_max_eps1(ei):
-            raise ValueError(
-                f"--eps-1 ({a.eps_1:g}) must be < {div * loue_max_eps1(ei):.6g} for l-oue with "
-                f"--epsilon ({a.epsilon:g}) and {how}: each attribute gets eps_inf = {ei:.6g} "
-                f"and eps_1 = {e1:.6g}, and L-OUE needs eps_1 < ln((2 e^eps_inf + 1)/3) = "
-                f"{loue_max_eps1(ei):.6g}; use l-osue or a smaller --eps-1")
 
 
 PLANNED = ("auto", "marginals", "one-attribute")
@@ -189,7 +171,13 @@ def _collect_lip(a: argparse.Namespace, data: Any, meta: dict) -> dict:
         meta.update(matrices=[m.matrix.tolist() for m in mechs],
                     mechanisms=[m.mechanism for m in mechs])
     rng = np.random.default_rng(a.seed)  # one stream for all attributes, as for the other oracles
-    return {f"reports_{j}": m.perturb(data.codes[:, j], rng=rng) for j, m in enumerate(mechs)}
+    out = {}
+    for j, (x, m) in enumerate(zip(data.domain.attrs, mechs)):  # loop over attributes
+        try:
+            out[f"reports_{j}"] = m.perturb(data.codes[:, j], rng=rng)
+        except ValueError as exc:  # e.g. LH-LIP: no hash splits this prior at this budget
+            raise ValueError(f"attribute {x!r} ({a.protocol}, {_split(a, len(mechs))}): {exc}") from None
+    return out
 
 
 def cmd_collect(a: argparse.Namespace) -> None:
@@ -214,7 +202,11 @@ def cmd_collect(a: argparse.Namespace) -> None:
     else:
         if a.protocol == "allomfree":
             meta.update(solution="smp", r=1)
-        rep = build_scheme(meta).perturb(data.codes, rng=a.seed)
+        try:
+            scheme = build_scheme(meta)
+        except ValueError as exc:  # a budget too small once split: name what was typed
+            raise ValueError(f"{_split(a, len(data.domain.attrs))}; {exc}") from None
+        rep = scheme.perturb(data.codes, rng=a.seed)
         per_attr = rep.per_attr if isinstance(rep, SampledReports) else rep
         arrays = {f"reports_{j}": np.asarray(r) for j, r in enumerate(per_attr)}
         if isinstance(rep, SampledReports):
