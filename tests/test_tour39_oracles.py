@@ -173,3 +173,44 @@ def test_collect_budget_errors_name_the_typed_options(small, capsys, extra, want
     assert len(err.strip().splitlines()) == 1, err
     assert __import__("re").search(want, err), err
     assert "--prior for attribute" not in err
+
+
+LIP_ALL = {**LIP_MECHANISMS,
+           "rr-lip-lp": lambda: O.RRLIP([0.1, 0.2, 0.7], 1.0, on_invalid="lp"),
+           "binary-lip": lambda: O.BinaryBoundedLIP(0.3, 0.6, 1.0, on_invalid="lp")}
+
+
+@pytest.mark.parametrize("case", sorted(LIP_ALL))
+def test_lip_mechanisms_are_frozen_as_the_other_oracles(case):
+    """RRLIP(prior, 2).epsilon = 0.5 was accepted: params() (what a reports file and a memo key
+    record) then said epsilon 0.5 while the channel the clients ran stayed 2.0-LIP (its level
+    2.0), and m.matrix[0, 0] = 1 changed the channel in place.  GRR / SPL refuse the same
+    assignment (frozen dataclasses); the LIP mechanisms now do too."""
+    from dataclasses import FrozenInstanceError
+
+    from lopub.oracles.lip_channel import lip_level
+
+    mech = LIP_ALL[case]()
+    before = mech.params()
+    for name in ("epsilon", "prior", "estimator"):
+        with pytest.raises(FrozenInstanceError, match=f"cannot assign to field '{name}'"):
+            setattr(mech, name, getattr(mech, name))
+    with pytest.raises(FrozenInstanceError):
+        del mech.epsilon
+    with pytest.raises(ValueError, match="read-only"):
+        mech.prior[0] = 0.9
+    if hasattr(mech, "matrix"):
+        with pytest.raises(ValueError, match="read-only"):
+            mech.matrix[0, 0] = 1.0
+        assert lip_level(mech.transition_matrix(), mech.prior) <= mech.epsilon * (1 + 1e-9)
+    assert mech.params() == before
+    values = np.repeat(np.arange(mech.k), 50)
+    mech.estimate(mech.perturb(values, rng=3))  # still usable (LH-LIP fills a private cache)
+    mech.variance(len(values))
+
+
+def test_a_given_channel_is_copied_not_frozen_in_the_callers_hands():
+    matrix = O.RRLIP(PRIOR, 2.0).matrix.copy()
+    mech = O.ChannelLIP(PRIOR, 2.0, matrix)
+    matrix[0, 0] = 0.5  # the caller's array stays theirs and writeable
+    assert mech.matrix[0, 0] != 0.5 and matrix.flags.writeable

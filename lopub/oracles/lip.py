@@ -35,6 +35,7 @@ from lopub.oracles.base import check_counts, check_frequencies, check_values
 from lopub.oracles.lip_channel import (
     check_lip_epsilon,
     MAX_CONDITION,
+    FrozenMechanism,
     bayes_variance,
     check_channel,
     check_estimator,
@@ -53,7 +54,7 @@ __all__ = ["ChannelLIP", "RRLIP", "BinaryBoundedLIP", "UELIP", "LHLIP", "check_p
 ON_INVALID = ("raise", "lp")
 
 
-class _MatrixLIP(MeasureMixin):
+class _MatrixLIP(FrozenMechanism, MeasureMixin):
     """A finite channel with Bayesian and inversion estimators.
 
     ``estimator`` (set at construction) is what :meth:`estimate`,
@@ -183,6 +184,7 @@ class ChannelLIP(_MatrixLIP):
         self.epsilon = check_lip_epsilon(epsilon)
         self.matrix = check_channel(matrix, self.prior, self.epsilon, name, rtol)
         self.mechanism = "given"
+        self._freeze()
 
 
 def _check_on_invalid(on_invalid: str) -> str:
@@ -233,6 +235,7 @@ class RRLIP(_MatrixLIP):
         else:
             self.fallback = lip_fallback_channel(self.prior, self.epsilon)
             self.matrix, self.mechanism = self.fallback.matrix, "lp"
+        self._freeze()
 
 
 class BinaryBoundedLIP(_MatrixLIP):
@@ -281,6 +284,7 @@ class BinaryBoundedLIP(_MatrixLIP):
             ends = [[1 - lower, lower], [1 - upper, upper]]
             self.fallback = lip_fallback_channel(ends, self.epsilon, self.prior, [1.0, 1.0])
             self.matrix, self.mechanism = self.fallback.matrix, "lp"
+        self._freeze()
 
     def params(self) -> dict:
         """Public parameters (JSON-serializable): the channel and its interval of priors

@@ -14,7 +14,7 @@ and Thm. 3; PAPERS.md Sec. 4 (RR-LIP validity, the linear program).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,33 @@ ESTIMATORS = ("bayes", "invert")
 #: ``e^-eps < 1e-13``, within 1e-3 relative of the float64 sampling resolution
 #: (``2^-53``), so the sampled channel would no longer be the stated one.
 LIP_MAX_EPSILON = 30.0
+
+
+class FrozenMechanism:
+    """Parameters fixed once built, as the frozen dataclass oracles' are: assigning or deleting
+    a public attribute after ``__init__`` (which ends with :meth:`_freeze`) raises
+    :class:`dataclasses.FrozenInstanceError`, and the arrays (prior, channel) are read-only
+    copies, so the channel the clients run is always the one ``params()`` describes."""
+
+    _frozen: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen and not name.startswith("_"):  # private caches may still be filled
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self._frozen and not name.startswith("_"):
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        object.__delattr__(self, name)
+
+    def _freeze(self) -> None:
+        for name, value in list(vars(self).items()):  # a few attributes
+            if isinstance(value, np.ndarray):
+                value = value.copy()  # never the caller's array
+                value.flags.writeable = False
+                object.__setattr__(self, name, value)
+        object.__setattr__(self, "_frozen", True)
 
 
 def check_lip_epsilon(value: Any) -> float:

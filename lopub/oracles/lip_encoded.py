@@ -20,6 +20,7 @@ from lopub._util import check_int, resolve_rng
 from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_frequencies,
                                 check_values, support_variance)
 from lopub.oracles.lip_channel import (
+    FrozenMechanism,
     bayes_variance,
     check_estimator,
     check_lip_epsilon,
@@ -70,7 +71,7 @@ def _posterior_sums(logpost: np.ndarray) -> np.ndarray:
     return (post / post.sum(axis=1, keepdims=True)).sum(axis=0)
 
 
-class UELIP(MeasureMixin):
+class UELIP(FrozenMechanism, MeasureMixin):
     """UE-LIP: unary encoding with ``P(1 -> 0) = 1/2`` and
     ``P(0 -> 1) = (1 - Pmin) / (e^eps - 2 Pmin + 1)``.
 
@@ -92,6 +93,7 @@ class UELIP(MeasureMixin):
         pmin, tail = self.prior.min(), float(np.exp(-self.epsilon))
         # (1 - Pmin) / (e^eps - 2 Pmin + 1), times e^-eps above and below: no overflow
         self.p, self.q = 0.5, float((1 - pmin) * tail / (1 + (1 - 2 * pmin) * tail))
+        self._freeze()
 
     @property
     def k(self) -> int:
@@ -169,7 +171,7 @@ class UELIP(MeasureMixin):
         return bayes_variance(self.transition_matrix(), self.prior, f, n)
 
 
-class LHLIP(MeasureMixin):
+class LHLIP(FrozenMechanism, MeasureMixin):
     """LH-LIP: per-user universal hash to ``g`` buckets, then RR-LIP on the hashed prior.
 
     Output is ``h(x)`` w.p. ``1 - e^-eps``, else ``h(X')`` with ``X' ~ prior``
@@ -199,7 +201,8 @@ class LHLIP(MeasureMixin):
             raise ValueError(f"g ({g}) must be <= e^eps + 1 = {np.exp(self.epsilon) + 1:.4g}: "
                              f"otherwise no bucket mass can reach 1/(e^eps + 1)")
         self.g, self.max_redraws = int(g), max_redraws
-        self._variance_seeds: tuple | None = None
+        self._variance_seeds: tuple | None = None  # a private cache, filled on first use
+        self._freeze()
 
     @property
     def k(self) -> int:
