@@ -214,3 +214,18 @@ def test_a_given_channel_is_copied_not_frozen_in_the_callers_hands():
     mech = O.ChannelLIP(PRIOR, 2.0, matrix)
     matrix[0, 0] = 0.5  # the caller's array stays theirs and writeable
     assert mech.matrix[0, 0] != 0.5 and matrix.flags.writeable
+
+
+def test_compare_protocols_reads_its_lists_alike(capsys):
+    """--epsilons '1, 2' was read but --protocols 'spl-grr, smp-oue' refused "protocols
+    (' smp-oue') must be ..." (the item's space kept; the error named the Python parameter)."""
+    code, out, err = _run(capsys, "compare-protocols", "--protocols", "spl-grr, smp-oue",
+                          "--epsilons", "1, 2", "--n", "2000", "--seed", "1", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert {(r["protocol"], r["epsilon"]) for r in rows} == {
+        (p, e) for p in ("spl-grr", "smp-oue") for e in (1.0, 2.0)}
+    assert all(r["error"] is None and r["mse_avg"] > 0 for r in rows)
+    code, _, err = _run(capsys, "compare-protocols", "--protocols", "spl-grr, smp-foo",
+                        "--epsilons", "1", "--n", "2000")
+    assert code == 2 and "--protocols ('smp-foo') must be 'bloom'" in err

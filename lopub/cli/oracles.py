@@ -253,7 +253,8 @@ def cmd_compare(a: argparse.Namespace) -> None:
     from lopub.collect.compare import (ADULT_CATEGORICAL, TOO_FEW_RECORDS, check_protocols, check_work,
                                        format_table)
 
-    protocols = check_protocols(a.protocols.split(","))  # before loading any data
+    names = [x.strip() for x in a.protocols.split(",") if x.strip()]  # spaces as in --epsilons
+    protocols = check_protocols(names, name="--protocols")  # before loading any data
     eps = _epsilons(a.epsilons)
     if a.runs < 1:
         raise ValueError(f"--runs ({a.runs}) must be an integer >= 1")

@@ -95,17 +95,18 @@ def bloom_one_way(reports: Any, max_iter: int = 1000, tol: float = 1e-6) -> list
     return out
 
 
-def check_protocols(protocols: Any) -> tuple[str, ...]:
+def check_protocols(protocols: Any, *, name: str = "protocols") -> tuple[str, ...]:
     """Check protocol names up front: ``bloom``, ``allomfree``, ``spl-<oracle>``
-    or ``smp-<oracle>`` with a one-shot or longitudinal oracle."""
+    or ``smp-<oracle>`` with a one-shot or longitudinal oracle (``name``: the parameter
+    named in the error, ``--protocols`` on the command line)."""
     if isinstance(protocols, str) or not hasattr(protocols, "__iter__"):
-        raise TypeError(f"protocols ({protocols!r}) must be a sequence of names")
+        raise TypeError(f"{name} ({protocols!r}) must be a sequence of names")
     names = tuple(protocols)
     oracles = sorted(ONESHOT) + sorted(LONGITUDINAL)
     valid = {"bloom", "allomfree"} | {f"{kind}-{o}" for kind in ("spl", "smp") for o in oracles}
     bad = [p for p in names if p not in valid]
     if bad or not names:
-        raise ValueError(f"protocols ({', '.join(map(repr, bad)) or 'none'}) must be 'bloom', "
+        raise ValueError(f"{name} ({', '.join(map(repr, bad)) or 'none'}) must be 'bloom', "
                          f"'allomfree', 'spl-<oracle>' or 'smp-<oracle>' with <oracle> in "
                          f"{oracles}")
     return names
