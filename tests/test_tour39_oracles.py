@@ -229,3 +229,17 @@ def test_compare_protocols_reads_its_lists_alike(capsys):
     code, _, err = _run(capsys, "compare-protocols", "--protocols", "spl-grr, smp-foo",
                         "--epsilons", "1", "--n", "2000")
     assert code == 2 and "--protocols ('smp-foo') must be 'bloom'" in err
+
+
+def test_estimate_freq_names_a_missing_reports_file(tmp_path, capsys):
+    """lopub estimate-freq nothere.npz said "[Errno 2] No such file or directory: 'nothere.npz'"
+    where inspect-reports and fit say "reports file 'nothere.npz' does not exist"."""
+    missing = str(tmp_path / "nothere.npz")
+    for command in ("estimate-freq", "inspect-reports"):
+        code, _, err = _run(capsys, command, missing)
+        assert code == 2 and f"reports file {missing!r} does not exist" in err, err
+        assert "Errno" not in err
+    from lopub.cli.oracle_files import estimate_file
+
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        estimate_file(missing)

@@ -171,16 +171,25 @@ def _stderrs(meta: dict, arrays: dict, freqs: list, lip_method: str) -> list:
             for v, f in zip(out, freqs)]
 
 
+def _is_npz(path: str) -> bool:
+    """Whether ``path`` is a NumPy archive (oracle or marginal reports), not Bloom reports (a
+    Parquet file or a dataset folder); a missing path is named as the other readers name it."""
+    if os.path.isdir(path):  # a folder is a Bloom reports dataset
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"PK"
+    except FileNotFoundError:
+        raise FileNotFoundError(f"reports file {path!r} does not exist") from None
+
+
 def estimate_file_with_stderr(path: str, method: str = "clip",
                               lip_method: str | None = None) -> tuple[dict, dict]:
     """``(marginals, stderr)``: :func:`estimate_file`'s marginals and, for oracle and
     LIP reports files, the analytic standard error of every estimate
     ``{attr: {label: se}}`` (``None`` for an attribute without one; an empty dict for
     Bloom and marginal-sampling reports)."""
-    is_npz = False
-    if not os.path.isdir(path):
-        with open(path, "rb") as fh:
-            is_npz = fh.read(2) == b"PK"
+    is_npz = _is_npz(path)
     if is_npz and npz_format(path) == MARGINAL_FORMAT:
         _refuse_lip_method(path, lip_method, "marginal-sampling")
         return _marginal_one_way(path, method, with_stderr=True)
@@ -208,10 +217,7 @@ def estimate_file(path: str, method: str = "clip", lip_method: str | None = None
     An attribute that no user reported (possible with SMP/ALLOMFREE) maps
     to ``None`` instead of a distribution, with a ``UserWarning`` naming it.
     """
-    is_npz = False
-    if not os.path.isdir(path):  # a folder is a Bloom reports dataset
-        with open(path, "rb") as fh:
-            is_npz = fh.read(2) == b"PK"
+    is_npz = _is_npz(path)
     if not is_npz:
         _refuse_lip_method(path, lip_method, "bloom")
         from lopub.collect.compare import bloom_one_way
