@@ -319,7 +319,8 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
 def _register_synthesize(sub: argparse._SubParsersAction) -> None:
     s = add_command(sub, "synthesize", description="Sample records along the junction tree; CSV or Parquet (by "
                     "suffix) in the input's shape: numbers drawn uniformly within their bin (integers among "
-                    "the bin's integers, a point-mass bin its point), integers, booleans and dates as such, "
+                    "the bin's integers, other numbers to the input's decimal places, a point-mass bin its "
+                    "point), integers, booleans and dates as such, "
                     "missing values as empty cells (columns of a schema without types: their labels).")
     s.add_argument("model")
     s.add_argument("--labels", action="store_true", help="write every column's category labels (a binned "

@@ -16,7 +16,8 @@ its ``kind`` (the input's type, for the release), the label of its
 missing-value category and, for a ``datetime`` attribute, its ``timezone`` (an
 IANA name such as ``Europe/Paris``, ``UTC`` or a fixed offset ``+01:00``: the
 values were time-zone aware, their bins are on UTC instants and a release gives
-them back in that zone); a domain may record its ``provenance`` (public
+them back in that zone), for a binned ``number`` attribute its ``decimals`` (the input's
+decimal places: a release draws its values to that precision); a domain may record its ``provenance`` (public
 knowledge, or inferred from the private records, which it then reveals).
 """
 from __future__ import annotations
@@ -166,6 +167,15 @@ def check_timezone(name: str, zone: object, kind: str | None) -> None:
                           f"IANA name such as 'Europe/Paris', 'UTC' or a UTC offset such as '+01:00'") from None
 
 
+def check_decimals(name: str, decimals: object, kind: str | None) -> None:
+    """Refuse ``decimals`` that is not an integer in [0, 15] or that is given to an attribute of
+    another kind than ``number``."""
+    if type(decimals) is not int or not 0 <= decimals <= 15:
+        raise DomainError(f"attribute {name!r}: decimals ({decimals!r}) must be an integer in [0, 15]")
+    if kind != "number":
+        raise DomainError(f"attribute {name!r}: decimals ({decimals!r}) need kind 'number', not {kind!r}")
+
+
 @dataclass(frozen=True)
 class Attribute:
     """One attribute: a name, its ordered category labels, optional binning.
@@ -179,7 +189,10 @@ class Attribute:
     date-times) is the zone of time-zone-aware values: an IANA name
     (``Europe/Paris``), ``UTC`` or a fixed UTC offset (``+01:00``).  Their bin
     edges are days since 1970-01-01 UTC (instants, not wall-clock times); a
-    release gives the values back in the zone.
+    release gives the values back in the zone.  ``decimals`` (kind
+    ``number`` only; None: full precision) is the number of decimal places
+    of the input's values: a release draws a binned value among the
+    multiples of ``10 ** -decimals`` in its bin.
     """
 
     name: str
@@ -188,6 +201,7 @@ class Attribute:
     kind: str | None = None
     missing: str | None = None
     timezone: str | None = None
+    decimals: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -205,6 +219,8 @@ class Attribute:
             raise DomainError(f"attribute {self.name!r}: kind ({self.kind!r}) must be one of {list(KINDS)}")
         if self.timezone is not None:
             check_timezone(self.name, self.timezone, self.kind)
+        if self.decimals is not None:
+            check_decimals(self.name, self.decimals, self.kind)
         if self.missing is not None and self.missing not in cats:
             raise DomainError(f"attribute {self.name!r}: the missing-value label ({self.missing!r}) "
                               f"is not one of its categories")
@@ -385,6 +401,8 @@ def domain_to_dict(domain: Domain) -> dict:
             d["missing"] = a.missing
         if a.timezone is not None:
             d["timezone"] = a.timezone
+        if a.decimals is not None:
+            d["decimals"] = a.decimals
         attrs.append(d)
     out = {"format": DOMAIN_FORMAT, "version": DOMAIN_VERSION, "attributes": attrs}
     if domain.provenance is not None:
@@ -443,7 +461,8 @@ def _attribute(i: int, a: Any) -> Attribute:
             raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"{key}\" must be "
                               f"a string, got {a[key]!r:.40}")
     binning = Binning(tuple(b["edges"]), tuple(points)) if b else None
-    return Attribute(a["name"], tuple(cats), binning, a.get("kind"), a.get("missing"), a.get("timezone"))
+    return Attribute(a["name"], tuple(cats), binning, a.get("kind"), a.get("missing"), a.get("timezone"),
+                     a.get("decimals"))
 
 
 def _is_number(x: Any) -> bool:

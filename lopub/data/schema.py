@@ -28,7 +28,9 @@ steward to review before collecting.  Rules, column by column:
   other values ``bins`` minus the points quantile bins, merged until none is
   empty.  Defaults from N: ``bins = clip(floor(sqrt(N)) // 4, 2, 8)`` and
   ``max_categories = clip(floor(sqrt(N)) // 2, 2, 32)`` (150 rows: 3 bins, up
-  to 6 raw values; 32,561 rows: 8 bins, up to 32 values).
+  to 6 raw values; 32,561 rows: 8 bins, up to 32 values).  A binned ``number``
+  column records its ``decimals``: the fewest decimal places (up to 6) that
+  write its values, the precision of a release's values.
 * **missing values** (``missing``): ``"category"`` (default) adds a category
   :data:`MISSING_LABEL` to every column that has missing cells; ``"drop"``
   leaves it out (the rows must be dropped before collecting); ``"refuse"``
@@ -317,8 +319,18 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     elif len(cats) > 50 and kind == "text":
         notes.append(f"{len(cats)} categories: kept, but only protocols that carry large domains "
                      f"(one attribute per user, Bloom reports) estimate it well")
-    attr = Attribute(name, cats, binning, kind, label, zone.name)
+    places = decimals(values) if binning is not None and kind == "number" and values is not None else None
+    attr = Attribute(name, cats, binning, kind, label, zone.name, places)
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
+
+
+def decimals(values: np.ndarray, most: int = 6) -> int | None:
+    """The fewest decimal places (at most ``most``) that write every value exactly, or None."""
+    x = values[np.isfinite(values)]
+    for d in range(most + 1):  # loop over a few precisions
+        if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * np.maximum(1.0, np.abs(x))):
+            return d
+    return None
 
 
 def _case_note(cats: tuple[str, ...]) -> list[str]:

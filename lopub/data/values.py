@@ -2,7 +2,8 @@
 
 Rule (documented for releases): a binned attribute's value is drawn
 uniformly within its bin -- a float uniform in ``[low, high)`` for kind
-``number``; an integer uniform among the integers of the bin for kind
+``number`` (uniform among the multiples of ``10 ** -decimals`` in the bin when the
+attribute records the input's ``decimals``); an integer uniform among the integers of the bin for kind
 ``integer`` (point masses of the attribute excluded, so the value falls back
 in the same bin); a point-mass bin returns its point; a date uniform among the
 days of the bin; a date-time uniform within the bin, to the second, in the
@@ -40,7 +41,7 @@ def decode_column(codes: np.ndarray, attr: Attribute, *, labels: bool = False,
         return pd.Categorical.from_codes(codes, categories=list(attr.categories), ordered=True)
     miss = np.zeros(codes.shape, dtype=bool) if attr.missing_code is None else codes == attr.missing_code
     if attr.binning is not None:
-        x = _draw_in_bins(np.where(miss, 0, codes), attr.binning, attr.kind, rng)
+        x = _draw_in_bins(np.where(miss, 0, codes), attr.binning, attr.kind, rng, attr.decimals)
     elif attr.kind in ("number", "integer"):
         x = pd.to_numeric(pd.Series(attr.categories), errors="coerce").to_numpy(dtype=float)[codes]
     elif attr.kind in ("date", "datetime"):
@@ -73,8 +74,16 @@ def _typed(x: np.ndarray, miss: np.ndarray, kind: str, timezone: str | None = No
     return pd.Series(np.where(miss, np.nan, x))
 
 
-def _draw_in_bins(codes: np.ndarray, b: Binning, kind: str, rng: np.random.Generator) -> np.ndarray:
-    """A value per code, uniform within its bin (integers among the bin's integers)."""
+def _draw_in_bins(codes: np.ndarray, b: Binning, kind: str, rng: np.random.Generator,
+                  decimals: int | None = None) -> np.ndarray:
+    """A value per code, uniform within its bin (integers among the bin's integers; numbers with
+    ``decimals`` among the bin's multiples of ``10 ** -decimals``)."""
+    if kind == "number" and decimals is not None:
+        scale = 10.0 ** decimals  # the grid's steps as integers (edges rounded off float noise)
+        grid = Binning(tuple(np.round(np.asarray(b.edges) * scale, 6)),
+                       tuple(np.round(np.asarray(b.points) * scale, 6)))
+        v = _draw_in_bins(codes, grid, "integer", rng)  # a bin without a multiple: its lower end
+        return np.where(v == np.round(v), np.round(v / scale, decimals), v / scale)
     out = np.empty(codes.shape, dtype=float)
     points = np.asarray(b.points)
     for k, (lo, hi, closed) in enumerate(b.bounds()):  # loop over bins, not records
