@@ -85,3 +85,38 @@ def test_values_with_decimals_stay_in_their_bins():
     assert np.array_equal(b.codes(x, "x"), codes)
     assert np.allclose(x * 100, np.round(x * 100)) and set(np.unique(x[codes == 3])) == {0.5}
     assert np.isclose(x.max(), 1.0) and 0.13 <= x[codes == 1].min()
+
+
+def test_a_release_writes_us_dates_as_the_input_did(tmp_path):
+    """A CSV of MM/DD/YYYY dates (03/14/2024, read as dates) was released as ISO 2024-02-20.
+    The schema records the attribute's date_format and a CSV release writes the dates so;
+    ISO input stays ISO, and a Parquet release keeps datetime values."""
+    import pytest
+
+    from lopub.data.domain import Attribute, Domain
+    from lopub.errors import DomainError
+
+    rng = np.random.default_rng(4)
+    n = 300
+    days = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 365, n), "D")
+    csv = tmp_path / "us.csv"
+    pd.DataFrame({"visit": days.strftime("%m/%d/%Y"), "iso": days.strftime("%Y-%m-%d"),
+                  "g": rng.choice(["a", "b"], n)}).to_csv(csv, index=False)
+    dom, rep, model, out = (tmp_path / f for f in ("d.json", "r.npz", "m.json", "s.csv"))
+    assert main(["schema", str(csv), "--out", str(dom)]) == 0
+    domain = Domain.from_json(dom)
+    assert domain["visit"].kind == "date" and domain["visit"].date_format == "%m/%d/%Y"
+    assert domain["iso"].date_format is None
+    assert main(["collect", str(csv), "--domain", str(dom), "--epsilon", "8", "--seed", "0",
+                 "--out", str(rep)]) == 0
+    assert main(["fit", str(rep), "--out", str(model)]) == 0
+    assert main(["synthesize", str(model), "--seed", "1", "--out", str(out)]) == 0
+    text = pd.read_csv(out, dtype=str)
+    assert text["visit"].str.fullmatch(r"\d\d/\d\d/2024").all()
+    assert text["iso"].str.fullmatch(r"2024-\d\d-\d\d").all()
+    assert main(["synthesize", str(model), "--seed", "1", "--out", str(tmp_path / "s.parquet")]) == 0
+    assert pd.api.types.is_datetime64_any_dtype(pd.read_parquet(tmp_path / "s.parquet")["visit"])
+    with pytest.raises(DomainError, match="date_format"):
+        Attribute("d", ("[0, 1)",), None, "date", None, None, None, "%H:%M")
+    with pytest.raises(DomainError, match="needs kind 'date'"):
+        Attribute("d", ("a",), None, "text", None, None, None, "%m/%d/%Y")

@@ -206,7 +206,7 @@ def cmd_synthesize(a: argparse.Namespace) -> None:
     model = Model.load(a.model)
     where = condition_labels(model.domain, _parse_where(a.where))  # age=37: the bin's label
     df = synthesize(model, a.n, labels=a.labels, rng=a.seed, where=where or None)
-    write_release(df, a.out)
+    write_release(df, a.out, model.domain)
     cond = f" with {', '.join(f'{k}={v}' for k, v in where.items())}" if where else ""
     emit({"records": len(df), "out": a.out, **({"condition": where} if where else {})}, a.json,
          f"{len(df)} synthetic records{cond} written to {a.out}")

@@ -17,7 +17,8 @@ missing-value category and, for a ``datetime`` attribute, its ``timezone`` (an
 IANA name such as ``Europe/Paris``, ``UTC`` or a fixed offset ``+01:00``: the
 values were time-zone aware, their bins are on UTC instants and a release gives
 them back in that zone), for a binned ``number`` attribute its ``decimals`` (the input's
-decimal places: a release draws its values to that precision); a domain may record its ``provenance`` (public
+decimal places: a release draws its values to that precision), for a ``date`` attribute read
+from ``MM/DD/YYYY`` strings its ``date_format`` (``%m/%d/%Y``: a CSV release writes the dates so); a domain may record its ``provenance`` (public
 knowledge, or inferred from the private records, which it then reveals).
 """
 from __future__ import annotations
@@ -176,6 +177,23 @@ def check_decimals(name: str, decimals: object, kind: str | None) -> None:
         raise DomainError(f"attribute {name!r}: decimals ({decimals!r}) need kind 'number', not {kind!r}")
 
 
+def check_date_format(name: str, fmt: object, kind: str | None) -> None:
+    """Refuse a ``date_format`` that is not a ``strftime`` format writing day, month and year
+    (read back as the same date) or that is given to an attribute of another kind than ``date``."""
+    import datetime
+
+    day = datetime.date(2024, 1, 31)
+    try:
+        ok = isinstance(fmt, str) and datetime.datetime.strptime(day.strftime(fmt), fmt).date() == day
+    except ValueError:
+        ok = False
+    if not ok:
+        raise DomainError(f"attribute {name!r}: date_format ({fmt!r}) must be a strftime format of day, "
+                          f"month and year such as '%m/%d/%Y'")
+    if kind != "date":
+        raise DomainError(f"attribute {name!r}: a date_format ({fmt!r}) needs kind 'date', not {kind!r}")
+
+
 @dataclass(frozen=True)
 class Attribute:
     """One attribute: a name, its ordered category labels, optional binning.
@@ -192,7 +210,10 @@ class Attribute:
     release gives the values back in the zone.  ``decimals`` (kind
     ``number`` only; None: full precision) is the number of decimal places
     of the input's values: a release draws a binned value among the
-    multiples of ``10 ** -decimals`` in its bin.
+    multiples of ``10 ** -decimals`` in its bin.  ``date_format`` (kind
+    ``date`` only; None: ISO ``YYYY-MM-DD``) is how the input wrote its
+    dates, a ``strftime`` format of day, month and year (``%m/%d/%Y``): a
+    CSV release writes them so.
     """
 
     name: str
@@ -202,6 +223,7 @@ class Attribute:
     missing: str | None = None
     timezone: str | None = None
     decimals: int | None = None
+    date_format: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -221,6 +243,8 @@ class Attribute:
             check_timezone(self.name, self.timezone, self.kind)
         if self.decimals is not None:
             check_decimals(self.name, self.decimals, self.kind)
+        if self.date_format is not None:
+            check_date_format(self.name, self.date_format, self.kind)
         if self.missing is not None and self.missing not in cats:
             raise DomainError(f"attribute {self.name!r}: the missing-value label ({self.missing!r}) "
                               f"is not one of its categories")
@@ -403,6 +427,8 @@ def domain_to_dict(domain: Domain) -> dict:
             d["timezone"] = a.timezone
         if a.decimals is not None:
             d["decimals"] = a.decimals
+        if a.date_format is not None:
+            d["date_format"] = a.date_format
         attrs.append(d)
     out = {"format": DOMAIN_FORMAT, "version": DOMAIN_VERSION, "attributes": attrs}
     if domain.provenance is not None:
@@ -456,13 +482,13 @@ def _attribute(i: int, a: Any) -> Attribute:
     if not (isinstance(points, list) and all(_is_number(p) for p in points)):
         raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"binning\" \"points\" "
                           f"must be a list of numbers, got {points!r:.80}")
-    for key in ("kind", "missing", "timezone"):
+    for key in ("kind", "missing", "timezone", "date_format"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise DomainError(f"domain JSON: attribute #{i} ({a['name']!r}): \"{key}\" must be "
                               f"a string, got {a[key]!r:.40}")
     binning = Binning(tuple(b["edges"]), tuple(points)) if b else None
     return Attribute(a["name"], tuple(cats), binning, a.get("kind"), a.get("missing"), a.get("timezone"),
-                     a.get("decimals"))
+                     a.get("decimals"), a.get("date_format"))
 
 
 def _is_number(x: Any) -> bool:

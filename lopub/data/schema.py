@@ -320,8 +320,15 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
         notes.append(f"{len(cats)} categories: kept, but only protocols that carry large domains "
                      f"(one attribute per user, Bloom reports) estimate it well")
     places = decimals(values) if binning is not None and kind == "number" and values is not None else None
-    attr = Attribute(name, cats, binning, kind, label, zone.name, places)
+    attr = Attribute(name, cats, binning, kind, label, zone.name, places, _date_format(kind, present))
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
+
+
+def _date_format(kind: str, present: pd.Series) -> str | None:
+    """``%m/%d/%Y`` for a date column read from US ``MM/DD/YYYY`` strings, else None (ISO)."""
+    if kind != "date" or pd.api.types.is_datetime64_any_dtype(present):
+        return None
+    return "%m/%d/%Y" if _slash_dates(pd.Series(present.astype(str).str.strip().unique())) else None
 
 
 def decimals(values: np.ndarray, most: int = 6) -> int | None:

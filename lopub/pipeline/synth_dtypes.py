@@ -181,6 +181,6 @@ def declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
             cats = tuple(str(c).strip() for c in col.cat.categories)
             extra = (a.missing,) if a.missing is not None and a.missing not in cats else ()
             if len(set(cats)) == len(cats) and set(a.categories) <= set(cats) | set(extra):
-                a = Attribute(a.name, cats + extra, None, a.kind, a.missing, a.timezone, a.decimals)
+                a = Attribute(a.name, cats + extra, None, a.kind, a.missing, a.timezone, a.decimals, a.date_format)
         attrs.append(a)
     return Domain(tuple(attrs), domain.provenance)

@@ -47,6 +47,7 @@ import pandas as pd
 
 from lopub._util import check_int, resolve_rng
 from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
 from lopub.data.marginal import ZeroProbabilityError
 from lopub.data.values import to_values
 from lopub.errors import DomainError
@@ -270,12 +271,13 @@ def synthesize(model: Model, n: int | None = None, *, labels: bool = False,
     return to_values(data.codes, model.domain.attributes, labels=labels, rng=gen)
 
 
-def write_release(df: pd.DataFrame, path: str | os.PathLike) -> None:
+def write_release(df: pd.DataFrame, path: str | os.PathLike, domain: Domain | None = None) -> None:
     """Write a release atomically: Parquet for ``.parquet``/``.pq``, CSV otherwise.
 
     Missing values are empty CSV cells (Parquet nulls); numbers, integers and
     dates are written as such, so ``pandas.read_csv`` reads them back with
-    the input's dtypes.
+    the input's dtypes.  With the ``domain``, a CSV writes the dates of an
+    attribute with a ``date_format`` in it (``%m/%d/%Y``: as the input).
 
     Labels are written exactly as they are.  In a CSV, a label with a comma,
     a quote or a line break is quoted, so that ``lopub`` (and any CSV reader)
@@ -290,4 +292,8 @@ def write_release(df: pd.DataFrame, path: str | os.PathLike) -> None:
     if suffix in (".parquet", ".pq"):
         atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
     else:
+        dated = [a for a in (domain.attributes if domain is not None else ()) if a.date_format
+                 and a.name in df.columns and pd.api.types.is_datetime64_any_dtype(df[a.name])]
+        if dated:
+            df = df.assign(**{a.name: df[a.name].dt.strftime(a.date_format) for a in dated})
         atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
