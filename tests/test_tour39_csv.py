@@ -120,3 +120,17 @@ def test_a_release_writes_us_dates_as_the_input_did(tmp_path):
         Attribute("d", ("[0, 1)",), None, "date", None, None, None, "%H:%M")
     with pytest.raises(DomainError, match="needs kind 'date'"):
         Attribute("d", ("a",), None, "text", None, None, None, "%m/%d/%Y")
+
+
+def test_a_respondent_id_below_1000_rows_gets_a_note(tmp_path, capsys):
+    """RespondentID 1000..1299 in a 300-row survey export was binned into 4 bins like any number,
+    with only 'quantile bins' as its note: nothing said it looks like an identifier (those are
+    left out from 1,000 rows on). It is kept, with a note naming the way to leave it out."""
+    rng = np.random.default_rng(5)
+    csv = tmp_path / "ids.csv"
+    pd.DataFrame({"RespondentID": 1000 + rng.permutation(300), "age": rng.integers(18, 80, 300),
+                  "g": rng.choice(["a", "b"], 300)}).to_csv(csv, index=False)
+    assert main(["schema", str(csv), "--out", str(tmp_path / "d.json")]) == 0
+    lines = {s.split()[0]: s for s in capsys.readouterr().out.splitlines() if s}
+    assert "may be an identifier or a row number" in lines["RespondentID"]
+    assert "--columns" in lines["RespondentID"] and "identifier" not in lines["age"]

@@ -19,7 +19,7 @@ steward to review before collecting.  Rules, column by column:
 * **identifiers**: a text column whose values are unique in at least 90 % of
   its (>= 20) rows, or an integer column of N >= 1,000 distinct values filling
   a range of at most 2 N (a row number), is identifier-like and left out (``identifiers="keep"``, or
-  naming it in ``columns``, keeps it).
+  naming it in ``columns``, keeps it); such an integer column of 20 to 999 rows is kept, with a note.
 * **numeric columns** keep one category per value when they have at most
   ``max_categories`` distinct values, else are binned: ``edges`` given for
   the column, or equal-width bins between public ``bounds``, or (inferred)
@@ -291,6 +291,12 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
                     "day); write them as YYYY-MM-DD to have them read as dates")
     notes += hint
     ident = None if keep_id or o.identifiers == "keep" else _identifier(kind, present, values)
+    if ident is None and not (keep_id or o.identifiers == "keep") and kind == "integer" \
+            and values is not None and 20 <= values.size < 1000 and _row_numbers(values):
+        notes.append(f"{values.size} distinct integers from {values.min():.0f} to {values.max():.0f}, one "
+                     f"per row: may be an identifier or a row number (left out from 1,000 rows on); kept: "
+                     f"it spends budget and a release draws it from its bins; leave it out with lopub "
+                     f"schema --columns (infer_domain(df, columns=[...]))")
     if ident is not None:
         return None, ColumnDecision(name, kind, "excluded", (), share, tuple(hint) +
                                     (f"identifier-like ({ident}): left out; keep it with "
@@ -376,11 +382,15 @@ def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str
         numeric = np.isfinite(parse_numbers(text)).mean()
         return (f"{distinct} distinct values in {n} rows" if distinct >= 0.9 * n and numeric < 0.5
                 else None)
-    if kind == "integer" and values is not None and n >= 1000:
-        distinct = np.unique(values).size
-        if distinct == n and values.max() - values.min() + 1 <= 2 * n:
-            return f"{n} distinct integers from {values.min():.0f} to {values.max():.0f}, one per row"
+    if kind == "integer" and values is not None and n >= 1000 and _row_numbers(values):
+        return f"{n} distinct integers from {values.min():.0f} to {values.max():.0f}, one per row"
     return None
+
+
+def _row_numbers(values: np.ndarray) -> bool:
+    """Whether integers are distinct and fill a range of at most twice their count (row numbers)."""
+    n = values.size
+    return bool(n) and np.unique(values).size == n and values.max() - values.min() + 1 <= 2 * n
 
 
 def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | None,
