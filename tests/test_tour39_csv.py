@@ -134,3 +134,21 @@ def test_a_respondent_id_below_1000_rows_gets_a_note(tmp_path, capsys):
     lines = {s.split()[0]: s for s in capsys.readouterr().out.splitlines() if s}
     assert "may be an identifier or a row number" in lines["RespondentID"]
     assert "--columns" in lines["RespondentID"] and "identifier" not in lines["age"]
+
+
+def test_one_column_beyond_the_noise_is_singular(tmp_path, capsys):
+    """lopub fit printed 'The model keeps every column's measured distribution (1 differ from
+    uniform beyond the noise).' when one column did."""
+    rng = np.random.default_rng(6)
+    n = 4000
+    csv = tmp_path / "one.csv"
+    pd.DataFrame({"skew": rng.choice(["a", "b"], n, p=[0.9, 0.1]), "u": rng.choice(["x", "y"], n),
+                  "v": rng.choice(["p", "q"], n)}).to_csv(csv, index=False)
+    dom, rep = tmp_path / "d.json", tmp_path / "r.npz"
+    assert main(["schema", str(csv), "--out", str(dom)]) == 0
+    assert main(["collect", str(csv), "--domain", str(dom), "--epsilon", "4", "--seed", "0",
+                 "--out", str(rep)]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(rep), "--out", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    assert "(1 differs from uniform beyond the noise)" in out, out

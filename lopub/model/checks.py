@@ -179,7 +179,8 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
                            (_dilution(stats, kinds, figs) if shrunk else ""), figs))
     elif signal:
         out.append(Finding("uniform", "ok", f"The model keeps every column's measured distribution "
-                           f"({len(signal)} differ from uniform beyond the noise).", {"significant": len(signal)}))
+                           f"({len(signal)} {'differs' if len(signal) == 1 else 'differ'} from uniform beyond the "
+                           f"noise).", {"significant": len(signal)}))
     return out + _noise_findings(kinds, noise, informative, n, epsilon)
 
 
