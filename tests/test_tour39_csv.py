@@ -152,3 +152,23 @@ def test_one_column_beyond_the_noise_is_singular(tmp_path, capsys):
     assert main(["fit", str(rep), "--out", str(tmp_path / "m.json")]) == 0
     out = capsys.readouterr().out
     assert "(1 differs from uniform beyond the noise)" in out, out
+
+
+def test_fit_refuses_a_plot_suffix_before_fitting(tmp_path, capsys):
+    """lopub fit r.npz --out m.json --plot g.txt ran the whole fit, then failed with matplotlib's
+    "Format 'txt' is not supported (supported formats: ...)", naming no option, and wrote no model."""
+    csv = tmp_path / "t.csv"
+    rng = np.random.default_rng(7)
+    pd.DataFrame({"a": rng.choice(["x", "y"], 300), "b": rng.choice(["p", "q"], 300)}).to_csv(csv, index=False)
+    dom, rep, model = tmp_path / "d.json", tmp_path / "r.npz", tmp_path / "m.json"
+    assert main(["schema", str(csv), "--out", str(dom)]) == 0
+    assert main(["collect", str(csv), "--domain", str(dom), "--epsilon", "4", "--seed", "0",
+                 "--out", str(rep)]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(rep), "--out", str(model), "--plot", str(tmp_path / "g.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "--plot" in err and "'.txt'" in err and "'.png'" in err and "one-way marginals" not in err
+    assert not model.exists()
+    assert main(["fit", str(rep), "--out", str(model)]) == 0
+    assert main(["graph", str(model), "--plot", str(tmp_path / "g.TXT")]) == 2
+    assert "--plot" in capsys.readouterr().err

@@ -33,6 +33,18 @@ def _note_dropped(edges, budget) -> None:
              f"release: {listed}")
 
 
+def check_plot(path: str | os.PathLike) -> None:
+    """Refuse a ``--plot`` path whose suffix matplotlib cannot write, before any work (the error
+    came from matplotlib after the whole fit, naming no option)."""
+    from matplotlib.figure import Figure
+
+    suffix = Path(path).suffix.lower()
+    kinds = Figure().canvas.get_supported_filetypes()
+    if suffix and suffix[1:] not in kinds:
+        raise ValueError(f"--plot ({os.fspath(path)!r}) has the suffix {Path(path).suffix!r}, which is not a picture "
+                         f"format; expected one of {['.' + k for k in sorted(kinds)]} (e.g. graph.png)")
+
+
 def _plots(dg, tree, path: str | os.PathLike) -> list[str]:
     from lopub.dependency.graph import rethreshold
     from lopub.publish.plots import plot_graph, plot_mi
@@ -118,6 +130,8 @@ def cmd_graph(a: argparse.Namespace) -> None:
 
     if a.phi is not None:
         check_phi(a.phi)
+    if a.plot:
+        check_plot(a.plot)
     if a.clique_budget is not None and a.clique_budget < 1:
         raise ValueError(f"--clique-budget ({a.clique_budget}) must be an integer >= 1")
     if not os.path.exists(a.source):

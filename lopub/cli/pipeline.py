@@ -30,7 +30,7 @@ from lopub.cli._common import (add_na_values, add_verbosity, csv_options, defaul
                       split_list)
 from lopub.cli._outputs import check_output_path, staged_outputs
 from lopub.cli._scale import add_scale_options, check_work_memory, reports_for, scale_options
-from lopub.cli.graph import (DEFAULT_METHOD, FIT_DEFAULTS, QUIET_HELP, _note_dropped, _plots,  # noqa: F401 (source_kind re-exported)
+from lopub.cli.graph import (DEFAULT_METHOD, FIT_DEFAULTS, QUIET_HELP, _note_dropped, _plots, check_plot,  # noqa: F401 (source_kind re-exported)
                              _register_graph, source_kind)
 
 __all__ = ["REGISTER", "register", "register_demo", "source_kind"]
@@ -135,6 +135,8 @@ def cmd_fit(a: argparse.Namespace) -> None:
     outputs = [(a.out, "--out")] + ([(a.plot, "--plot")] if a.plot else [])
     for path, option in outputs:  # fail before the (long) fit, not after it
         check_output_path(path, option)
+    if a.plot:
+        check_plot(a.plot)
     fit_options = _fit_options(a)
     check_work_memory(a, a.reports)
     method_given = a.method is not None
