@@ -172,3 +172,16 @@ def test_fit_refuses_a_plot_suffix_before_fitting(tmp_path, capsys):
     assert main(["fit", str(rep), "--out", str(model)]) == 0
     assert main(["graph", str(model), "--plot", str(tmp_path / "g.TXT")]) == 2
     assert "--plot" in capsys.readouterr().err
+
+
+def test_schema_table_keeps_a_label_with_a_line_break_on_its_row(tmp_path, capsys):
+    """A quoted cell with a line break (an Excel export's comment "line1\\r\\nline2") broke
+    lopub schema's table: the row went on over two lines."""
+    csv = tmp_path / "x.csv"
+    rows = ['"ID","Comment"'] + [f'{i},{c}' for i, c in enumerate(['"line1\r\nline2"', 'plain', '"a\tb"'] * 20)]
+    csv.write_bytes(("\r\n".join(rows) + "\r\n").encode())
+    assert main(["schema", str(csv), "--out", str(tmp_path / "d.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    row = next(s for s in out if s.startswith("Comment"))
+    assert "line1\\r\\nline2" in row and "a\\tb" in row
+    assert not any(s.startswith("line2") for s in out)

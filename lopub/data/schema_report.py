@@ -60,12 +60,13 @@ class SchemaReport:
 
     def table(self, width: int = 60) -> str:
         """The decisions as a text table (column, type, decision, categories or bins, missing, notes)."""
-        rows = [("column", "type", "decision", "size", "categories / bins", "missing", "notes")]
+        rows: list[tuple[str, ...]] = [("column", "type", "decision", "size", "categories / bins", "missing",
+                                        "notes")]
         for c in self.columns:
             cats = ", ".join(c.categories)
-            rows.append((c.column, c.kind, c.decision, str(len(c.categories)),
-                         cats if len(cats) <= width else cats[:width - 3] + "...",
-                         f"{100 * c.missing_share:.1f}%", "; ".join(c.notes)))
+            rows.append(tuple(map(_one_line, (c.column, c.kind, c.decision, str(len(c.categories)),
+                                              cats if len(cats) <= width else cats[:width - 3] + "...",
+                                              f"{100 * c.missing_share:.1f}%", "; ".join(c.notes)))))
         widths = [max(len(r[i]) for r in rows) for i in range(6)]
         lines = ["  ".join(v.ljust(w) for v, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
         lines.append(f"rows: {self.n:,}; bins: {self.bins}; raw values kept up to {self.max_categories} "
@@ -77,6 +78,11 @@ class SchemaReport:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _one_line(text: str) -> str:
+    """A table cell on one line: line breaks and tabs of a label (a quoted CSV cell) as ``\\n``."""
+    return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _count(n: int) -> str:
