@@ -202,13 +202,14 @@ def _check_release_suffix(path: str) -> None:
 
 def cmd_synthesize(a: argparse.Namespace) -> None:
     from lopub.model.graphical import Model, condition_labels
-    from lopub.publish.synthesize import synthesize, write_release
+    from lopub.publish.synthesize import dates_as_written, synthesize, write_release
 
     _check_release_suffix(a.out)
     model = Model.load(a.model)
     where = condition_labels(model.domain, _parse_where(a.where))  # age=37: the bin's label
     df = synthesize(model, a.n, labels=a.labels, rng=a.seed, where=where or None)
-    write_release(df, a.out, model.domain)
+    csv = os.path.splitext(a.out)[1].lower() == ".csv"
+    write_release(dates_as_written(df, model.domain) if csv else df, a.out)
     cond = f" with {', '.join(f'{k}={v}' for k, v in where.items())}" if where else ""
     emit({"records": len(df), "out": a.out, **({"condition": where} if where else {})}, a.json,
          f"{len(df)} synthetic records{cond} written to {a.out}")

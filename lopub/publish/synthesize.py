@@ -292,8 +292,12 @@ def write_release(df: pd.DataFrame, path: str | os.PathLike, domain: Domain | No
     if suffix in (".parquet", ".pq"):
         atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
     else:
-        dated = [a for a in (domain.attributes if domain is not None else ()) if a.date_format
-                 and a.name in df.columns and pd.api.types.is_datetime64_any_dtype(df[a.name])]
-        if dated:
-            df = df.assign(**{a.name: df[a.name].dt.strftime(a.date_format) for a in dated})
+        df = dates_as_written(df, domain) if domain is not None else df
         atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
+
+
+def dates_as_written(df: pd.DataFrame, domain: Domain) -> pd.DataFrame:
+    """``df`` with the dates of each attribute with a ``date_format`` as strings in it (for a CSV)."""
+    dated = [a for a in domain.attributes if a.date_format
+             and a.name in df.columns and pd.api.types.is_datetime64_any_dtype(df[a.name])]
+    return df.assign(**{a.name: df[a.name].dt.strftime(a.date_format) for a in dated}) if dated else df
