@@ -76,7 +76,7 @@ from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, date_l
                                respelled_numbers)
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
 from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
-from lopub.data.schema_kinds import _dotted_dates, _kind, _slash_dates
+from lopub.data.schema_kinds import _date_format, _dotted_dates, _kind, _row_numbers, _slash_dates, decimals
 from lopub.data.schema_report import ColumnDecision, SchemaReport
 from lopub.errors import DomainError
 from lopub.limits import check_memory
@@ -330,22 +330,6 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
 
 
-def _date_format(kind: str, present: pd.Series) -> str | None:
-    """``%m/%d/%Y`` for a date column read from US ``MM/DD/YYYY`` strings, else None (ISO)."""
-    if kind != "date" or pd.api.types.is_datetime64_any_dtype(present):
-        return None
-    return "%m/%d/%Y" if _slash_dates(pd.Series(present.astype(str).str.strip().unique())) else None
-
-
-def decimals(values: np.ndarray, most: int = 6) -> int | None:
-    """The fewest decimal places (at most ``most``) that write every value exactly, or None."""
-    x = values[np.isfinite(values)]
-    for d in range(most + 1):  # loop over a few precisions
-        if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * np.maximum(1.0, np.abs(x))):
-            return d
-    return None
-
-
 def _case_note(cats: tuple[str, ...]) -> list[str]:
     """A note naming the categories that differ only in case (``Yes``, ``yes``, ``YES``): they may
     be one value (kept apart: only the data steward knows)."""
@@ -385,12 +369,6 @@ def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str
     if kind == "integer" and values is not None and n >= 1000 and _row_numbers(values):
         return f"{n} distinct integers from {values.min():.0f} to {values.max():.0f}, one per row"
     return None
-
-
-def _row_numbers(values: np.ndarray) -> bool:
-    """Whether integers are distinct and fill a range of at most twice their count (row numbers)."""
-    n = values.size
-    return bool(n) and np.unique(values).size == n and values.max() - values.min() + 1 <= 2 * n
 
 
 def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | None,

@@ -100,3 +100,25 @@ def _dotted_dates(labels: pd.Series) -> bool:
 
 def _int_or_number(x: np.ndarray) -> str:
     return "integer" if x.size and np.all(x == np.round(x)) else "number"
+
+
+def _date_format(kind: str, present: pd.Series) -> str | None:
+    """``%m/%d/%Y`` for a date column read from US ``MM/DD/YYYY`` strings, else None (ISO)."""
+    if kind != "date" or pd.api.types.is_datetime64_any_dtype(present):
+        return None
+    return "%m/%d/%Y" if _slash_dates(pd.Series(present.astype(str).str.strip().unique())) else None
+
+
+def decimals(values: np.ndarray, most: int = 6) -> int | None:
+    """The fewest decimal places (at most ``most``) that write every value exactly, or None."""
+    x = values[np.isfinite(values)]
+    for d in range(most + 1):  # loop over a few precisions
+        if np.all(np.abs(np.round(x, d) - x) <= 1e-9 * np.maximum(1.0, np.abs(x))):
+            return d
+    return None
+
+
+def _row_numbers(values: np.ndarray) -> bool:
+    """Whether integers are distinct and fill a range of at most twice their count (row numbers)."""
+    n = values.size
+    return bool(n) and np.unique(values).size == n and values.max() - values.min() + 1 <= 2 * n
