@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lopub.cli import main
+from cli_run import run as _run
 from lopub.cli.oracle_files import estimate_file_with_stderr, load_reports
 from lopub.cli.oracle_npz import REPORT_KINDS, checksum
 from lopub.io import unverified_reads
@@ -24,16 +24,6 @@ BIT_PROTOCOLS = {"sue": [], "oue": [], "l-sue": ["--eps-1", "1.5"],
                  "l-osue": ["--eps-1", "1.5"], "l-oue": ["--eps-1", "1.5"],
                  "ue-lip": ["--prior", "{prior}"], "allomfree": ["--eps-1", "1.5"],
                  "oue-smp": ["--solution", "smp"]}
-
-
-def _run(capsys, *argv):
-    capsys.readouterr()
-    try:
-        code = main([str(x) for x in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code or 0, out.out, out.err
 
 
 @pytest.fixture(scope="module")

@@ -5,18 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lopub.cli import main
-
-
-def _run(capsys, *argv):
-    """Run ``lopub argv``; returns (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code or 0, out.out, out.err
+from cli_run import run as _run
 
 
 @pytest.fixture()

@@ -6,20 +6,9 @@ import pandas as pd
 import pytest
 
 import lopub.oracles as O
-from lopub.cli import main
+from cli_run import run as _run
 
 PRIOR = np.array([0.2, 0.3, 0.5])
-
-
-def _run(capsys, *argv):
-    """Run ``lopub argv``; returns (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code or 0, out.out, out.err
 
 
 LIP_MECHANISMS = {
