@@ -141,7 +141,7 @@ def test_a_refused_report_is_not_randomized_again(served):
     net["refuse"] = True
     with pytest.raises(mod.ServiceError, match="HTTP 422") as first:
         dc.submit(ANSWERS)
-    assert first.value.status == 422 and dc.refused is not None and dc.pending is None
+    assert first.value.status == 422 and len(dc.refused) == 1 and dc.pending is None
     with pytest.raises(mod.ServiceError, match=r"refused a randomized report of these answers before.*"
                                                r"epsilon 2 a second time") as again:
         dc.submit(dict(ANSWERS))
@@ -150,3 +150,6 @@ def test_a_refused_report_is_not_randomized_again(served):
     with pytest.raises(mod.ServiceError, match="HTTP 422"):
         dc.submit({**ANSWERS, "smoker": "yes"})
     assert (net["enrolled"], len(net["reports"])) == (2, 2) and store.count("m") == 0
+    with pytest.raises(mod.ServiceError, match="refused a randomized report of these answers before"):
+        dc.submit(ANSWERS)  # the first refusal is still remembered after another one
+    assert (net["enrolled"], len(net["reports"])) == (2, 2)

@@ -124,10 +124,10 @@ class DeviceClient:
         #: ``(answers, request body)`` of a report whose sending failed without an answer from the
         #: service: the next :meth:`submit` of the same answers sends this body again (:meth:`submit`)
         self.pending: tuple[dict[str, str], dict] | None = None
-        #: ``(answers, error)`` of a report the service received and refused (an HTTP error other than
+        #: ``(answers, error)`` of each report the service received and refused (an HTTP error other than
         #: 429 / 503): the collector has seen its randomization, so :meth:`submit` does not randomize
         #: the same answers again (:meth:`submit`)
-        self.refused: tuple[dict[str, str], ServiceError] | None = None
+        self.refused: list[tuple[dict[str, str], ServiceError]] = []
 
     def make_report(self, enrolment: Mapping[str, Any], answers: Mapping[str, str]) -> dict:
         """The request body for ``answers`` ({attribute: label}), randomized by
@@ -181,8 +181,8 @@ class DeviceClient:
         when the person accepts a second report.
         """
         answers = check_answers(self.collection.params.domain, answers)
-        if self.refused is not None and self.refused[0] == answers:
-            first = self.refused[1]
+        first = next((err for given, err in self.refused if given == answers), None)
+        if first is not None:
             raise ServiceError(f"not sent: collection {self.collection.name!r} refused a randomized report of "
                                f"these answers before ({first}); it has seen that report, so a new "
                                f"randomization would cost this person epsilon {self.collection.epsilon:g} a "
@@ -200,7 +200,8 @@ class DeviceClient:
             out = send_report(f"{self.api}/report", body, self.retries, sent_before=resend)
         except ServiceError as exc:
             if exc.status not in RETRY_STATUS:  # refused, nothing stored, but the collector saw it
-                self.pending, self.refused = None, (answers, exc)
+                self.pending = None
+                self.refused.append((answers, exc))
             raise
         self.pending = None
         return out
