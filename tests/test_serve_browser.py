@@ -106,5 +106,9 @@ def test_page_does_not_randomize_again_after_a_refused_report(tmp_path):
         page.click("#send")
         expect(page.locator("#status")).not_to_contain_text("these answers before", timeout=60_000)
         page.wait_for_selector("#send:not([disabled])")
+        page.check(f"input[name='diet'][value='{ANSWERS['diet']}']")  # back to the first answers: still refused
+        page.click("#send")
+        expect(page.locator("#status")).to_contain_text("refused a randomized report of these answers before",
+                                                        timeout=60_000)
         browser.close()
-    assert posts == ["enrol", "report", "enrol", "report"]  # was enrol, report three times
+    assert posts == ["enrol", "report", "enrol", "report"]  # was enrol, report four times

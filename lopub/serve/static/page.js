@@ -39,15 +39,15 @@ async function main() {
   let pending = null;
   // a report the service refused (not stored, but the collector has seen its randomization): the
   // same answers are not randomized again, which would hand the collector a second report of them
-  let refused = null;
+  const refused = new Map(); // answers key -> the service's refusal
   $('survey').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     $('send').disabled = true;
     const answers = Object.fromEntries(new FormData($('survey')).entries());
     const key = JSON.stringify(Object.keys(desc.questions).map((a) => answers[a]));
-    if (refused !== null && refused.key === key) {
+    if (refused.has(key)) {
       $('status').textContent = `Not sent: the service refused a randomized report of these answers before `
-        + `(${refused.message}); it has seen that report, and a new randomization would cost your privacy `
+        + `(${refused.get(key)}); it has seen that report, and a new randomization would cost your privacy `
         + 'budget a second time.';
       $('send').disabled = false;
       return;
@@ -69,7 +69,7 @@ async function main() {
     } catch (e) {
       if (sent && e.status !== undefined && ![429, 503].includes(e.status)) { // refused: not stored
         pending = null;
-        refused = { key, message: e.message };
+        refused.set(key, e.message);
       }
       $('status').textContent = `Not sent: ${e.message}`;
       $('send').disabled = false;
