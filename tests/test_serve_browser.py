@@ -16,7 +16,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Pyt
 from lopub import Attribute, CollectionSpec, Domain  # noqa: E402
 from lopub.collect import MarginalPlan  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
-from lopub.serve.storage import SQLiteStore  # noqa: E402
+from lopub.serve.backends import SQLiteStore  # noqa: E402
 from pipelines.harness.serve_live import running  # noqa: E402
 
 CHROMIUM = os.environ.get("LOPUB_CHROMIUM", "/usr/bin/chromium")

@@ -18,7 +18,7 @@ from lopub import Attribute, CollectionSpec, Domain  # noqa: E402
 from lopub.collect import MarginalPlan  # noqa: E402
 from lopub.serve.app import ServeConfig, build_app  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
-from lopub.serve.storage import SQLiteStore  # noqa: E402
+from lopub.serve.backends import SQLiteStore  # noqa: E402
 
 DOMAIN = Domain([Attribute("sex", ["F", "M"]), Attribute("age", ["young", "mid", "old"]),
                  Attribute("city", [f"c{i}" for i in range(12)])])

@@ -25,7 +25,7 @@ from lopub.collect import MarginalPlan  # noqa: E402
 from lopub.serve import client as mod  # noqa: E402
 from lopub.serve.app import ServeConfig, build_app  # noqa: E402
 from lopub.serve.protocol import Collection  # noqa: E402
-from lopub.serve.storage import SQLiteStore  # noqa: E402
+from lopub.serve.backends import SQLiteStore  # noqa: E402
 from serve_reply import Reply  # noqa: E402
 
 DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"]),

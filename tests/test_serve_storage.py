@@ -18,7 +18,8 @@ from lopub.collect import MarginalPlan, MarginalReports
 from lopub.serve.client import wire_reports
 from lopub.serve.export import export, shuffled_reports
 from lopub.serve.protocol import Collection
-from lopub.serve.storage import GroupWriter, SQLiteStore, open_store
+from lopub.serve.backends import SQLiteStore, open_store
+from lopub.serve.storage import GroupWriter
 
 DOMAIN = Domain([Attribute("a", ["0", "1", "2"]), Attribute("b", ["x", "y"]),
                  Attribute("c", [f"c{i}" for i in range(10)])])

@@ -18,7 +18,8 @@ from lopub.serve.client import wire_reports
 from lopub.serve.config import build_config
 from lopub.serve.export import export
 from lopub.serve.protocol import Collection
-from lopub.serve.storage import PlanMismatchError, SQLiteStore, open_store
+from lopub.serve.backends import SQLiteStore, open_store
+from lopub.serve.storage import PlanMismatchError
 from serve_reply import Reply
 
 DOMAIN = Domain([Attribute("smoker", ["yes", "no"]), Attribute("age", ["<30", "30-60", ">60"]),
@@ -143,7 +144,7 @@ def test_serve_refuses_a_read_only_store_at_start(files, monkeypatch):
     def read_only(path, *args, **kwargs):  # as on a read-only file system (root ignores chmod)
         return connect(f"file:{path}?mode=ro", *args, uri=True, **kwargs)
 
-    monkeypatch.setattr("lopub.serve.storage.sqlite3.connect", read_only)
+    monkeypatch.setattr("lopub.serve.backends.sqlite3.connect", read_only)
     with pytest.raises(ValueError, match=r"--store \(.*ro\.sqlite\) must be a store lopub serve can "
                        r"write.*readonly"):
         build_config(_options(files, [f"survey={files / 'plan.json'}"], store=where))
@@ -303,7 +304,7 @@ def test_service_sends_retry_after_with_429(tmp_path):
 
 
 def test_store_messages_never_show_a_database_password():
-    from lopub.serve.storage import shown
+    from lopub.serve.backends import shown
 
     assert shown("postgresql://u:p%40ss@db:5432/lopub?password=x") == "postgresql://u:***@db:5432/lopub"
     assert shown("postgres://db/lopub") == "postgres://db/lopub" and shown("a/b.sqlite") == "a/b.sqlite"

@@ -81,7 +81,7 @@ def cmd_export(a: argparse.Namespace) -> None:
 
     from ..serve.config import default_store, parse_collections
     from ..serve.export import check_target, export
-    from ..serve.storage import is_url, open_store
+    from ..serve.backends import is_url, open_store
 
     collection = next(iter(parse_collections([a.collection]).values()))
     check_target(collection, a.target)  # before any work

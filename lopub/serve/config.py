@@ -103,7 +103,7 @@ def resolve(options: dict[str, Any]) -> dict[str, Any]:
 def build_config(options: dict[str, Any]) -> Any:
     """A :class:`~lopub.serve.app.ServeConfig` from resolved options (opens the store)."""
     from lopub.serve.app import ServeConfig
-    from lopub.serve.storage import open_store, shown
+    from lopub.serve.backends import open_store, shown
     from lopub.serve.tokens import load_secret
 
     o = resolve(options)
