@@ -1,5 +1,5 @@
 """Wording of the report's privacy text and of the verdict's dependency check (session 38's notes)."""
-from lopub.model.checks import _strong_without_edge
+from lopub.model.checks_signal import _strong_without_edge
 from lopub.publish.report.notes import epsilon_meaning
 
 

@@ -191,7 +191,7 @@ def test_a_column_of_lists_is_an_error_naming_it():
 def test_a_noise_tvd_above_one_is_explained():
     # 10,000 categories at epsilon 1 for 20,000 users: the verdict said "typical expected noise TVD 7.77
     # per column", a distance above the largest one between two distributions, without a word
-    from lopub.model.checks import _noise_findings
+    from lopub.model.checks_signal import _noise_findings
 
     kinds = {"swamped": ["hc", "c"], "flat": []}
     (big,) = _noise_findings(kinds, {"hc": 7.77, "c": 7.77}, 2, 20_000, 1.0)
