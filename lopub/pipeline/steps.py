@@ -24,7 +24,6 @@ import warnings
 from typing import Any, Mapping
 
 import networkx as nx
-import numpy as np
 
 from lopub._util import check_int
 from lopub.dependency import MarginalCache, budgeted_junction_tree
@@ -37,11 +36,9 @@ from lopub.model.verdict import GOOD, ReleaseQualityWarning
 from lopub.model.verdict_inputs import fit_verdict, unmeasured_pairs
 from lopub.model.fit_result import FitReport, FitResult
 from lopub.model.graphical import Model
-from lopub.model.pgm import DEFAULT_MEMORY_BUDGET, MRFFit, fit_mrf
+from lopub.model.pgm import DEFAULT_MEMORY_BUDGET
 from lopub.model.pgm.fit import BYTES_PER_CELL, not_converged_note
-from lopub.model.pgm.measure import outside_measurements, release_measurements
-from lopub.model.pgm.relaxed import derived, regions
-from lopub.model.pgm.shrink import shrinkage_priors
+from lopub.model.release import release_cliques, release_pgm
 from lopub.pipeline.options import MRF_OPTIONS, RELEASES, FitOptions  # noqa: F401  (RELEASES re-exported)
 from lopub.progress import Progress
 
@@ -254,7 +251,7 @@ def fit(reports: Any = None, options: FitOptions | None = None, *, estimator: An
                                        model_options=model_structure_options(release, o.structure,
                                                                              clique_budget))
     t1 = time.perf_counter()
-    build = _release_pgm if release == "pgm" else _release_cliques
+    build = release_pgm if release == "pgm" else release_cliques
     model, extra = build(cache, jt, dg, n=n, triples=o.measure_triples, fit_options=fit_options,
                          progress=progress, shrink=o.shrink)
     secs.update(extra.pop("seconds"), estimation=cache.seconds, total=time.perf_counter() - t0)
@@ -331,64 +328,7 @@ def _check_capacity(cache: MarginalCache, clique_budget: int, release: str, memo
                 f"fit(..., fit_options={{'memory_budget': bytes}}))")
         return
     # "cliques": the tree is not known yet; each clique is checked against the estimator
-    # after the graph and before the first clique estimation (_release_cliques)
-
-
-def _release_pgm(cache, jt, dg, *, n, triples, fit_options, progress, shrink) -> tuple[Model, dict]:
-    """Release "pgm": every measurement kept, graphical model fitted to them.
-
-    Measurements inside the junction tree's cliques are fitted exactly;
-    measured sets in no clique are kept by relaxed marginal consistency
-    (:mod:`lopub.model.pgm.relaxed`): their projections on the cliques join
-    the fit and their own tables (consistent with the model) answer their
-    queries (``model.meta["regions"]``).
-    """
-    t0 = time.perf_counter()
-    ms = release_measurements(cache, jt, n=n, graph=dg, triples=triples, progress=progress)
-    outside = outside_measurements(cache, jt, n=n)
-    t1 = time.perf_counter()
-    opts = {k: v for k, v in fit_options.items() if k != "memory_budget"}
-    if progress is not None:
-        progress("model fit", 0, 1)
-    n = n if n is not None else next((m.n for m in ms if m.n is not None), None)
-    fitted = ms + derived(outside, jt.cliques)
-    priors = shrinkage_priors(fitted) if shrink else []
-    mrf: MRFFit = fit_mrf(cache.domain, jt, fitted, n=n, priors=priors, **opts)
-    model = mrf.to_model(n=n, graph=dg)
-    if outside:
-        tables = regions(outside, model.project, jt.cliques, cache.domain)
-        model.meta["regions"] = [{"attrs": list(t.attrs), "p": t.values.ravel().tolist()} for t in tables]
-    if progress is not None:
-        progress("model fit", 1, 1)
-    notes: list[str] = []  # an unconverged fit: a warning only when the verdict finds it matters (fit)
-    lams = [p.provenance["shrinkage"] for p in priors]
-    summary = dict(mrf.summary(), regions=len(outside), initial_loss=float(mrf.losses[0]) if mrf.losses else None,
-                   shrinkage=float(np.mean(lams)) if lams else None,
-                   shrinkage_targets=sorted({p.provenance["target"] for p in priors}),
-                   inference="exact" if not outside else "exact tree + relaxed regions")
-    extra = {"measurements": [list(m.attrs) for m in ms + outside], "model_fit": summary,
-             "warnings": notes,
-             "seconds": {"measurements": t1 - t0, "model_fit": time.perf_counter() - t1}}
-    return model, extra
-
-
-def _release_cliques(cache, jt, dg, *, n, triples, fit_options, progress, shrink) -> tuple[Model, dict]:
-    """Release "cliques" (the paper's): each clique's joint estimated, then calibrated (no ``shrink``)."""
-    t0 = time.perf_counter()
-    cliques = [list(c) for c in jt.cliques]
-    check: Any = getattr(cache.source, "check", None)  # a MarginalEstimator's exact budget check
-    for c in cliques if callable(check) else []:  # refuse before the first clique estimation
-        if not cache.cached(c):
-            try:
-                check(c)
-            except BudgetError as exc:
-                raise BudgetError(f"clique {c} of the junction tree ({cache.domain.cells(c):,} cells) "
-                                  f"cannot be estimated directly: {exc}; lower clique_budget or use "
-                                  f"release='pgm', which never estimates a clique") from None
-    cache.prefetch(cliques, stage="clique joints", progress=progress)
-    tables = [cache.marginal(c) for c in cliques]
-    model = Model.from_marginals(cache.domain, jt, tables, n=n if n is not None else tables[0].n, graph=dg)
-    return model, {"seconds": {"clique_joints": time.perf_counter() - t0}}
+    # after the graph and before the first clique estimation (lopub.model.release.release_cliques)
 
 
 def _report(cache, reports, dg, jt, dropped, model, fields: dict) -> FitReport:
