@@ -1,5 +1,5 @@
 """The verdict names a column that holds most of the one-way cells when a signal is lost under the
-shrinkage prior (its pooled spread is diluted by that table; lopub/model/pgm/shrink.py "Known
+shrinkage prior (its pooled spread is diluted by that table; docs/SHRINKAGE.md "Known
 weakness", found on a user's CSV with a 966-category date column)."""
 from __future__ import annotations
 

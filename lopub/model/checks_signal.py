@@ -63,7 +63,7 @@ def uniform_check(stats: TableStats, *, n: int | None = None, epsilon: float | N
 def _dilution(stats: TableStats, kinds: dict[str, list[str]], figs: dict[str, Any]) -> str:
     """A hint where one column holds most of the one-way cells: the shrinkage prior's spread is pooled
     per cell over all one-way tables, so that column's table pulls the others towards uniform
-    (lopub/model/pgm/shrink.py, "Known weakness")."""
+    (docs/SHRINKAGE.md, "Known weakness")."""
     cells = {a: int(t.m.values.size) for a, t in stats.one.items() if a not in kinds["constant"]}
     if len(cells) < 2:
         return ""

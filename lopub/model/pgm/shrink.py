@@ -83,97 +83,9 @@ SURE rule alone, against uniform: retail top-100 at epsilon 0.5 0.0622 ->
 unchanged; worst digits at epsilon 0.5 0.272 -> 0.287 (+6 %), stress (2,000
 records) at epsilon 1 +2 %.
 
-Measured and not kept: dropping an attribute's prior where Stein's estimate of the risk of its
-*released* table (the simplex projection of the posterior mean, whose divergence is
-``lambda (1 - 1/|S|) sum_S v`` on the support ``S``) is lower without it.  Per table the estimate is
-too noisy to choose on (wine at epsilon 0.5 0.208 -> 0.628, retail top-100 at epsilon 1 0.0129 ->
-0.0276, though Adult as shipped at epsilon 0.5 gained 6 %); only beyond 2 bootstrap standard
-deviations it was no better on balance (56 cells of 14 datasets: retail top-100 at epsilon 0.5
--15 %, breast cancer at epsilon 1 +11 %, diabetes at epsilon 0.5 +7 %; docs/BENCHMARKS.md
-"Mixed groups, a Lasso variance, seeds against losses").
-
-Known weakness, measured: on bn-andes (223 binary tables, one attribute per user, epsilon 0.5-2) the
-mixture is kept although the grand mean predicts the tables better (epsilon 1, seed 0: release 0.0909
-against 0.0835; the tables' squared error 2.59 against 2.16), 2-5 % worse than the SURE rule alone.
-Keeping the mixture only where its left-one-out Stein risk is below the single target's mended that
-cell but lost retail top-100 at epsilon 2 (0.0126 -> 0.0169), so it is not kept either.
-
-Also measured and not kept (session 33, same reports, seed 0): the pooled ``tau^2`` chosen by
-minimizing Stein's risk estimate (Xie, Kou and Brown 2012) instead of by moments (bn-mildew at
-epsilon 8 0.0991 -> 0.0989, but diabetes at epsilon 0.5 0.208 -> 0.235: with 10-30 tables the
-minimizer follows the estimate's noise); and, for groups of >= 20 binary tables, a smooth prior
-density fitted to the tables (Efron's g-modelling, a log-spline on a grid, each table's term weighted
-by Tweedie's slope): bn-andes at epsilon 1 0.0909 -> 0.0793 and retail's top 20 items at epsilon 1
--22 %, but retail's top 100 at epsilon 1 / 2 +25 / +37 %, where the mixture's tight shared shape
-wins, and Stein's risk estimates could not tell the two apart.
-
-And (session 34, same reports, planned release): Efron and Morris's limited translation (each cell's
-shift capped at ``c`` noise sd): wine at epsilon 1 0.208 -> 0.313 with ``c = 1``, unchanged with
-``c = 2``, and bn-alarm's losses to the plain tables (epsilon 0.5 / 1) unchanged at any ``c``: they
-come from small shifts of many cells, not from outliers.  The mixture kept only where it also beats
-the grand-mean prior by Vuong's test: bn-andes unchanged (it does), retail top-100 at epsilon 2
-0.0119 -> 0.0248.  The group's mean table taken only where its per-table Stein risk beats uniform's
-beyond chance (z < -1.96, as the mixture must): 170 runs of 10 shapes, seeds 0-2, geometric mean
-1.0005; bn-alarm at epsilon 0.5 -3.3 / -1.2 / +0.7 % (its labels are not aligned: SHUNT's table is
-the others' reversed), but bn-asia at epsilon 0.5 / 1 +0.7 to +2.2 % and retail's top 20 at 0.5 +1
-to +3.4 %, where the mean target is right though its risk gain is within chance.
-
-Known weakness, found by a new user (session 34): one attribute with many categories dilutes the
-pooled ``tau^2`` (its cells outnumber all the others'), so every other table is pulled towards
-uniform.  A 3,000-row CSV with a 966-category date column (before US dates were read as dates), at
-epsilon 8: a 0.60 / 0.40 income column was released at 0.53 / 0.47 (three seeds), mean 2-way TVD
-0.234; without the column 0.60 / 0.40.  Two mends measured on the same reports, not kept: a prior
-variance per cell ``s (1 - 1/K) / K`` (Dirichlet-like; the column then counts as one table): income
-0.40, release 0.212, but Adult as shipped at epsilon 0.5 / 1 +3.3 to +5.4 % on every seed (its
-42-category native-country table, all in one cell, is pulled towards uniform); ``s K^-gamma`` with
-``gamma`` in {0, 0.25, ..., 1} chosen by the tables' Gaussian marginal likelihood: income 0.40,
-release 0.211, Adult +2.4 to +3.8 % at epsilon 0.5 / 1 (it picks gamma 0.75 there).
-
-Why the model loses to the naive per-set tables on bn-alarm and bn-sachs (session 36; one attribute
-per user, so the release is the product of the fitted one-way tables and differs from the naive
-tables only by these priors).  There ``lambda`` is 0.90-0.99: the prior can remove a few per cent of a
-table's noise at most, and two things cost more.  (1) A group's grand mean wins SURE by a tie where
-the labels are not aligned (bn-alarm at epsilon 0.5, seed 0: binary tables 0.0728 against uniform's
-0.0758, four-category 0.1830 against 0.1831; the mixture is not kept, Vuong z 0.4 / -3.8): SHUNT's
-table is the other binary tables' reversed (its one-way TVD 0.049 -> 0.094), and the seven
-four-category tables hold their mass in different cells, so their mean is the shape of none (squared
-distance 0.2-1.2 from each truth; summed one-way TVD 0.775 -> 0.897).  (2) The released table is the
-simplex projection of the posterior mean, and the projection removes more of the plain table's error
-than of a shrunk one: a near-zero cell of the plain table is clipped to 0, of the shrunk table lifted
-by ``(1 - lambda) / K`` and kept.  Towards uniform, the 37 tables' squared error falls by 11 % before
-the projection (0.544 -> 0.487) but not after it (0.390 -> 0.393; the rule as it is: 0.437), and the
-summed one-way TVD rises on the binary and four-category groups (0.426 -> 0.448, 0.775 -> 0.821),
-falls on the three-category one (1.320 -> 1.282).  Summed one-way TVD after projection, seeds 0 / 1 /
-2, plain / uniform / the rule: bn-alarm at epsilon 0.5 2.521 / 2.599 / 2.682, 2.552 / 2.609 / 2.701,
-2.643 / 2.674 / 2.672; at 1 1.321 / 1.371 / 1.316, 1.316 / 1.370 / 1.305, 1.327 / 1.387 / 1.314;
-bn-sachs at 1 (three-category tables only, grand mean) 0.248 / 0.275 / 0.174, 0.246 / 0.278 / 0.170,
-0.249 / 0.279 / 0.178.  The Stein estimate of a released table's risk ("Measured and not kept"
-above) counted the cells' noise as independent (divergence ``lambda (1 - 1/|S|) sum_S v``); the
-tables sum to 1 exactly, so the noise lies in the sum-zero plane and the divergence is ``lambda
-(sum_S v - sum_{not S} v / |S|)`` (up to the clipped cells' covariances): on bn-alarm at epsilon
-0.5, seed 0, the plain three-category tables' projected squared error 0.211 was estimated at 0.038, now 0.161.
-
-Measured and not kept (session 36, same reports, seeds 0-2; first the summed one-way TVD after
-projection on 10 cells x 3 seeds, geometric mean against the rule as it is):
-each group's prior (the rule's, uniform, or none) by the lowest corrected Stein estimate of the
-projected tables' squared error: bn-alarm at epsilon 0.5 2.643 / 2.674 / 2.672 -> 2.559 / 2.625 /
-2.693, but diabetes at 0.5, seed 0 1.021 -> 1.379 and bn-water at 0.5, seed 1 2.372 -> 2.524 (the
-estimate's noise is larger than the differences it must tell apart), geometric mean 1.011; as
-released on 16 cells: geometric mean 1.0004, Adult with its missing values at 0.5 -5.7 % (its
-42-category table loses its prior), bn-alarm at 0.5 -2.4 % (still 1.008x the naive tables),
-diabetes at 0.5 +6.6 %, bn-water at 0.5 +2.6 % (docs/BENCHMARKS.md, fifth pass, item 5); the
-same between the rule's target and uniform only: 1.001 (bn-water at 0.5, seed 0 +7 %); binary
-tables whose order is clear (``|r_1 -
-r_0| > 2`` sd) flipped to the majority's before the group rule (label-order-invariant shapes): SHUNT
-aligned, bn-alarm at 0.5, seeds 0 / 1 -7.4 / -5.9 %, but seed 2 +2.4 % (the aligned group's spread
-estimated 0, so every table was pooled to the mean: HYPOVOLEMIA's minor share 0.20 -> 0.08), digits
-at epsilon 1 +17 / +26 % (its centre pixels, mostly 1, flipped onto the border pixels' shape),
-bn-hepar2 at 0.5 +4-7 %, geometric mean 1.015; every table of a group sorted by its own cells before
-the grand mean: bn-alarm's binary tables 1.326 -> 1.111 over three seeds, its four-category ones
-2.464 -> 2.844 (sorting noisy small cells biases the shape, and SURE in sorted space is negative);
-``K - 1`` degrees of freedom per table in the mixture's log-likelihood (the noise sums to zero):
-bn-alarm unchanged, digits at 0.5, seed 2 +20 %, retail top-100 at 1, seed 2 +10 %, geometric mean
-1.009.
+What was measured and not kept, and the known weaknesses (bn-andes's mixture, one many-category
+attribute diluting ``tau^2``, the losses to the naive per-set tables on bn-alarm and bn-sachs, Bloom's
+NNLS tables), are in docs/SHRINKAGE.md.
 
 Outliers (session 36).  A table the prior cannot have produced is left to its measurements: where
 some cell stands ``|r - target| / sqrt(prior + v)`` beyond the two-sided normal point of
@@ -195,18 +107,7 @@ Measured, same reports, seeds 0-2 (docs/BENCHMARKS.md, fifth pass, item 6): plan
 cells of 14 datasets at epsilon 0.5 / 1 / 2, adult-missing
 -3.0 / -1.4 / -0.2 % (native-country's prior dropped), retail top-100 at 0.5 -11 %, every other cell
 within 2 se, geometric mean 0.996; Adult Bloom (h = 4, moment) at epsilon 4 native-country 0.30 ->
-0.16 (no prior 0.16), release 0.301 -> 0.285, at 8 0.186 -> 0.185.  Left: at epsilon 2 every Bloom
-table is noise, the pooled ``tau^2`` is about 0 and flattens them all (release 0.53 against 0.43
-with no prior); the test drops native-country's prior on one seed of three.  Why (session 38): Bloom's
-moment measurements are the non-negative least-squares tables (``solver="nnls"``, no ``raw`` kept) with
-the variance of the unconstrained one, so ``E ||r - u||^2 = ||p - u||^2 + sum v`` does not hold: the
-tables' squared error is 0.25-0.31 of their stated variance (Adult, epsilon 2, seeds 0-2) and ``tau^2``
-comes out near 0.  Measured and not kept: the prior's statistics from the unconstrained one-way table
-and its own variance (``moment_variance``), the fit still on the NNLS tables (moment, paper defaults,
-seeds 0-2): Adult at epsilon 2 0.526 / 0.532 / 0.429 -> 0.432 / 0.437 / 0.402 (no prior 0.436 / 0.418 /
-0.409), retail top-20 at 1 -33 %, bn-survey (10,000) at 1 -15 %, but diabetes at 1 / 4, seed 2 0.163 ->
-0.888 / 0.683 (ten tables whose truth is uniform: one noisy ``tau^2 > 0`` keeps the NNLS spikes, which
-the biased ``tau^2 = 0`` happened to remove); wine unchanged.
+0.16 (no prior 0.16), release 0.301 -> 0.285, at 8 0.186 -> 0.185.
 
 The priors are not measurements: the fit leaves them out of its
 goodness-of-fit statistic (``chi2``/``dof``) and out of its reports.
