@@ -12,13 +12,15 @@ Privacy-Preserving Data Aggregation", IEEE TDSC 2022 (LIP paper), Thm. 4
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from lopub._util import check_int, resolve_rng
+from lopub.client.randomize import uniform_threshold
 from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_frequencies,
-                                check_values, support_variance)
+                                check_values, ratio_within, support_variance)
 from lopub.oracles.lip_channel import (
     FrozenMechanism,
     bayes_variance,
@@ -62,6 +64,17 @@ def sample_rows(matrix: np.ndarray, values: np.ndarray, rng: np.random.Generator
         u = rng.random((x.shape[0],))
         out[start:start + step] = np.count_nonzero(u[:, None] >= cdf[x], axis=1)
     return np.minimum(out, matrix.shape[1] - 1)
+
+
+def lh_keep_threshold(eps: float) -> float:
+    """The largest multiple of ``2^-53`` that is ``<= 1 - e^-eps`` exactly: LH-LIP keeps
+    ``h(x)`` when ``rng.random()`` (a multiple of ``2^-53``) is below it, so with
+    probability exactly the threshold, never above ``1 - e^-eps`` (``rng.random() <
+    -expm1(-eps)`` could be, by up to ``2^-53``)."""
+    t = uniform_threshold(float(-np.expm1(-eps)))
+    while t > 0.0 and not ratio_within(1 / (1 - Fraction(t)), eps):  # 1 / (1 - t) <= e^eps
+        t -= 2.0 ** -53
+    return t
 
 
 def _posterior_sums(logpost: np.ndarray) -> np.ndarray:
@@ -252,7 +265,7 @@ class LHLIP(FrozenMechanism, MeasureMixin):
         values = check_values(values, self.k)
         rng = resolve_rng(rng)
         a, b = self._valid_seeds(values.shape[0], rng)
-        keep = rng.random(values.shape[0]) < -np.expm1(-self.epsilon)
+        keep = rng.random(values.shape[0]) < lh_keep_threshold(self.epsilon)
         other = rng.choice(self.k, size=values.shape[0], p=self.prior)
         src = np.where(keep, values, other)
         y = ((a.astype(np.uint64) * src.astype(np.uint64) + b.astype(np.uint64))
