@@ -121,3 +121,46 @@ def test_lh_lip_keeps_no_more_often_than_one_minus_e_to_the_minus_epsilon(eps):
     assert len(seen) == 1
     keep = Fraction(math.ceil(Fraction(seen[0]) * GRID), GRID)  # P(U < t) = ceil(t 2^53) / 2^53
     assert _within_exp(1 / (1 - keep), eps)
+
+
+@pytest.mark.parametrize(("prior", "eps", "lightest", "need"), [
+    ([0.2] * 5, 0.0025, "0.4", "0.405466"),  # collect's race at --epsilon 0.01 over 4 attributes
+    ([0.7, 0.2, 0.1], 0.5, "0.3", "0.847298"),
+    ([0.9] + [0.1 / 30] * 30, 1.0, "0.1", "2.19723"),  # 31 values: beyond the enumeration
+])
+def test_lh_lip_refuses_a_budget_no_split_can_meet_at_construction(prior, eps, lightest, need):
+    """LHLIP([0.2] * 5, 0.0025) was built; its perturb then redrew every user's hash 200 times
+    (minutes at 10^6 users) and said 'no valid hash found in 200 redraws for g (2) and this
+    prior at epsilon (0.0025)': no prior shown, nothing on the budget it needs.  No split of
+    five 0.2s into two buckets gives both >= 1/(e^0.0025 + 1) = 0.499375 (the best is 0.4,
+    needing e^eps >= 0.6 / 0.4).  Now the constructor says so, with the needed budget."""
+    with pytest.raises(ValueError) as info:
+        O.LHLIP(prior, eps)
+    msg = str(info.value)
+    assert f"epsilon ({eps}) is too small for LH-LIP with the prior [" in msg
+    assert f"gives its lightest bucket {lightest};" in msg
+    assert f"LH-LIP needs epsilon >= ln((1 - {lightest}) / {lightest}) = {need} " in msg
+    assert "RR-LIP or UE-LIP" in msg and "redraws" not in msg
+    mech = O.LHLIP(prior, float(need))  # the budget named is accepted ...
+    if len(prior) <= 5:  # ... and random hashes find the split (the 0.9 alone: 2 in 2^31 do)
+        assert mech.perturb(np.zeros(50, dtype=np.int64), rng=0).shape == (50, 3)
+
+
+def test_lh_lip_budget_condition_is_the_best_split():
+    """The bracket of the best lightest-bucket mass: exact (every subset) up to 20 values,
+    a greedy split below and the largest values' bound above beyond."""
+    from lopub.oracles.lip_split import split_bounds
+
+    rng = np.random.default_rng(5)
+    for k in (2, 3, 7, 12):
+        prior = rng.dirichlet(np.ones(k))
+        subsets = (np.arange(2 ** k)[:, None] >> np.arange(k)) & 1
+        mass = subsets @ prior
+        best = np.minimum(mass, 1 - mass).max()
+        lo, hi = split_bounds(prior, 2)
+        assert lo == pytest.approx(best, abs=1e-12) and hi == pytest.approx(best, abs=1e-12)
+    prior = rng.dirichlet(np.ones(40))
+    for g in (2, 3, 5):
+        lo, hi = split_bounds(prior, g)
+        assert 0 < lo <= hi <= 1 / g
+    assert split_bounds(np.array([0.5, 0.5]), 3) == (0.0, 0.0)

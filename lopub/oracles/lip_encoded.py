@@ -28,6 +28,7 @@ from lopub.oracles.lip_channel import (
     check_lip_epsilon,
     check_prior,
 )
+from lopub.oracles.lip_split import check_split_budget
 from lopub.oracles.measure import MeasureMixin
 from lopub.oracles.oneshot import (
     aggregate_unary,
@@ -214,6 +215,7 @@ class LHLIP(FrozenMechanism, MeasureMixin):
             raise ValueError(f"g ({g}) must be <= e^eps + 1 = {np.exp(self.epsilon) + 1:.4g}: "
                              f"otherwise no bucket mass can reach 1/(e^eps + 1)")
         self.g, self.max_redraws = int(g), max_redraws
+        check_split_budget(self.prior, self.epsilon, self.g, grr_probabilities(self.epsilon, 2)[1])
         self._variance_seeds: tuple | None = None  # a private cache, filled on first use
         self._freeze()
 
@@ -249,15 +251,10 @@ class LHLIP(FrozenMechanism, MeasureMixin):
                 return a, b
             a[bad], b[bad] = draw_hash_seeds(int(bad.sum()), rng=rng)
             bad[bad] = self.hashed_priors(a[bad], b[bad]).min(axis=1) < bound
-        if self.prior.max() > 1 - (self.g - 1) * bound:  # no split of the values can work
-            raise ValueError(
-                f"no hash into g ({self.g}) buckets can give every bucket prior mass >= "
-                f"1/(e^eps + 1) = {bound:.6g}: the prior's largest probability "
-                f"({self.prior.max():.6g}) leaves less than that to the other buckets at epsilon "
-                f"({self.epsilon}); use RR-LIP or UE-LIP"
-                + (", or a smaller g" if self.g > 2 else "") + ", or a larger epsilon")
         raise ValueError(f"no valid hash found in {self.max_redraws} redraws for g ({self.g}) "
-                         f"and this prior at epsilon ({self.epsilon}); use "
+                         f"and this prior at epsilon ({self.epsilon}): some split of the values "
+                         f"gives every bucket mass >= 1/(e^eps + 1) = {bound:.6g}, but too few "
+                         f"hashes find one; use a larger epsilon, "
                          + ("a smaller g, " if self.g > 2 else "") + "RR-LIP or UE-LIP")
 
     def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
