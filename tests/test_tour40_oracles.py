@@ -164,3 +164,54 @@ def test_lh_lip_budget_condition_is_the_best_split():
         lo, hi = split_bounds(prior, g)
         assert 0 < lo <= hi <= 1 / g
     assert split_bounds(np.array([0.5, 0.5]), 3) == (0.0, 0.0)
+
+
+def _constant_frame(n=3000):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"a": rng.choice(list("xyz"), n), "b": rng.choice(list("pq"), n),
+                         "c": rng.choice(list("tuvw"), n), "const": ["same"] * n})
+
+
+def test_bloom_spec_refuses_to_spend_budget_on_a_constant_attribute():
+    """CollectionSpec.from_domain(domain, epsilon=4) with a one-category column 'const' split
+    the budget over it as over the others: epsilon 1 of 4 each (inspect-reports:
+    'epsilon[const] = 1.0000'), a quarter of the budget buying nothing, while lopub schema
+    notes 'one category: ... costs no budget' and the oracle protocols refuse the column.
+    The Bloom format states one f and epsilon = sum_j 2 h_j ln((2 - f)/f) over every
+    attribute (what the JS client checks), so the column cannot be left out of the sum
+    without changing the format: the spec refuses, naming it and its share."""
+    import lopub
+    from lopub.errors import SpecError
+    from lopub.reports.spec import CollectionSpec
+
+    domain = lopub.infer_domain(_constant_frame())
+    with pytest.raises(SpecError, match=r"attribute\(s\) 'const' \(only \['same'\]\) have one category: "
+                                        r"Bloom reports split epsilon \(4\) over every attribute's hashes, "
+                                        r"so they would take 25% of it \(1\)"):
+        CollectionSpec.from_domain(domain, epsilon=4.0, h=2)
+    spec = CollectionSpec.from_domain(domain.project(["a", "b", "c"]), epsilon=4.0, h=2)
+    assert spec.epsilon_per_attribute == pytest.approx((4 / 3,) * 3)  # all of it informative
+    # a flip probability given (no budget to split): accepted, its epsilon counted in full
+    assert CollectionSpec.from_domain(domain, f=0.5).epsilon == pytest.approx(4 * 8 * np.log(3))
+
+
+def test_collect_bloom_refuses_a_constant_column_and_auto_plans_without_it(tmp_path, capsys):
+    """lopub collect --protocol bloom printed 'collected 3,000 reports with bloom' at epsilon
+    1 per attribute, the constant column's included; --protocol auto could plan Bloom too."""
+    from cli_run import run
+    from lopub.collect.planner import plan
+
+    import lopub
+
+    _constant_frame().to_csv(tmp_path / "d.csv", index=False)
+    assert run(capsys, "schema", str(tmp_path / "d.csv"), "--out", str(tmp_path / "dom.json"))[0] == 0
+    base = ["collect", str(tmp_path / "d.csv"), "--domain", str(tmp_path / "dom.json"), "--epsilon", "4"]
+    code, _, err = run(capsys, *base, "--protocol", "bloom", "--out", str(tmp_path / "r.parquet"))
+    assert code == 2 and "attribute(s) ['const'] have one category: Bloom reports would spend" in err
+    assert not (tmp_path / "r.parquet").exists()
+    code, _, err = run(capsys, *base, "--protocol", "auto", "--out", str(tmp_path / "r.npz"))
+    assert code == 0 and (tmp_path / "r.npz").exists(), err
+    report = plan(lopub.infer_domain(_constant_frame()), 10 ** 6, 4.0)
+    assert "one category" in report.refused["bloom"]
