@@ -14,6 +14,10 @@ class ReportsFormatError(ValueError):
     """A reports file is truncated, from another spec, or of an unknown version."""
 
 
+class LIPBudgetError(ValueError):
+    """A LIP mechanism cannot meet its privacy budget under the given prior."""
+
+
 class BudgetError(MemoryError):
     """A requested table is too large for the memory budget."""
 

@@ -145,7 +145,8 @@ def _collect_err(capsys, tmp, *extra):
      r"must be <= 30"),
     (["--protocol", "lh-lip", "--prior", "PRIOR", "--epsilon", "0.02"],
      r"attribute 'b' \(lh-lip, --epsilon \(0\.02\) over 2 attributes: each attribute gets "
-     r"epsilon 0\.01\): no valid hash found"),
+     r"epsilon 0\.01\): epsilon \(0\.01\) is too small for LH-LIP with the prior \[0\.2, 0\.2, "
+     r"0\.2, 0\.2, 0\.2\] and g \(2\).* LH-LIP needs epsilon >= .* = 0\.405466"),
     (["--protocol", "grr", "--epsilon", "1", "--solution", "smp", "--r", "3"],
      r"--r \(3\) must be <= the number of attributes \(2\)"),
     (["--protocol", "grr", "--epsilon", "1", "--solution", "smp", "--r", "0"],

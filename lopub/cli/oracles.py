@@ -17,6 +17,7 @@ from lopub.oracles.lip_channel import check_lip_epsilon
 from lopub.oracles.longitudinal import LGRR_VARIANTS
 from lopub.oracles.multidim import SampledReports
 from lopub.estimate.postprocess import POSTPROCESS as METHODS
+from lopub.errors import LIPBudgetError
 from lopub.progress import warning
 from lopub.cli._commands import add_command
 from lopub.cli._outputs import check_output_path
@@ -73,6 +74,8 @@ def _lip_mechanisms(a: argparse.Namespace, data: Any) -> list:
     for x in attrs:  # loop over attributes
         try:
             mechs.append(_lip_client(a.protocol, priors[x], eps))
+        except LIPBudgetError as exc:  # the budget and the prior together (LH-LIP's buckets)
+            raise ValueError(f"attribute {x!r} ({a.protocol}, {_split(a, len(attrs))}): {exc}") from None
         except ValueError as exc:
             raise ValueError(f"--prior for attribute {x!r}: {exc}") from None
     return mechs

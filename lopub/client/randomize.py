@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+import math
 import numbers
 
 from lopub._util import check_open_unit, resolve_rng
@@ -34,6 +35,22 @@ def _binary_digits(p: float) -> list[int]:
     num, den = float(p).as_integer_ratio()
     k = den.bit_length() - 1  # den == 2**k
     return [(num >> (k - 1 - i)) & 1 for i in range(k)]
+
+
+#: ``Generator.random`` draws ``j 2^-53`` for a uniform integer ``j < 2^53`` (every bit generator).
+UNIFORM_GRID = 2.0 ** 53
+
+
+def uniform_threshold(p: float) -> float:
+    """The largest multiple of ``2^-53`` that is ``<= p``, for ``p`` in ``[0, 1]``.
+
+    ``rng.random(n) < uniform_threshold(p)`` is then true with probability exactly
+    the threshold, never more than ``p``: ``rng.random() < p`` itself realizes
+    ``ceil(p 2^53) / 2^53``, up to ``2^-53`` above a ``p < 1/2`` that is not on the
+    grid (a kept value more likely than stated).  ``p 2^53`` and its floor are exact
+    in float64, and the result is ``p`` itself for ``p >= 1/2``.
+    """
+    return math.floor(float(p) * UNIFORM_GRID) / UNIFORM_GRID
 
 
 def check_probability(name: str, value: float) -> float:

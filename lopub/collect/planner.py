@@ -275,10 +275,15 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
         why = (f"{n} users for {d} attributes: one attribute per group needs >= {MIN_GROUP_FLOOR} "
                f"users per group ({MIN_GROUP_FLOOR * d} users)")
         refused.update({"one-attribute": why, "marginals": why})
-    try:
-        options.append(_bloom_option(domain, n, epsilon, d, profile))
-    except SpecError as exc:
-        refused["bloom"] = str(exc)
+    constant = [a for a, k in zip(domain.attrs, domain.sizes) if k < 2]
+    if constant:  # CollectionSpec.from_domain refuses them: a share of epsilon for nothing
+        refused["bloom"] = (f"attribute(s) {constant} have one category: Bloom reports would spend "
+                            f"a share of epsilon on them for nothing (leave them out of the domain)")
+    else:
+        try:
+            options.append(_bloom_option(domain, n, epsilon, d, profile))
+        except SpecError as exc:
+            refused["bloom"] = str(exc)
     if not options:
         raise PlanError(f"no protocol fits: {'; '.join(f'{k}: {v}' for k, v in refused.items())}")
     ranked = sorted(options, key=lambda o: o.predicted_tvd)

@@ -16,8 +16,11 @@ frequency estimates", Digital Communications and Networks 2022, Sec. 2
 """
 from __future__ import annotations
 
+import decimal
 import itertools
 import numbers
+from decimal import Decimal
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -45,6 +48,20 @@ def logistic_tail(eps: float) -> float:
     least :data:`MIN_PROBABILITY` (rounded up where it would underflow)."""
     tail = float(np.exp(-eps))
     return max(tail / (1.0 + tail), MIN_PROBABILITY)
+
+
+def ratio_within(ratio: Fraction, eps: float) -> bool:
+    """Whether the exact positive rational ``ratio`` is ``<= e^eps``.
+
+    Compared as ``ln(numerator) - ln(denominator) <= eps`` to 60 significant
+    digits (:mod:`decimal`, correctly rounded logarithms; no overflow for any
+    float ``eps``): the answer can be wrong only for a ratio within about
+    ``1e-55`` of ``e^eps``, which a ratio of float probabilities (a dyadic
+    rational near a transcendental number) does not come near.
+    """
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        return ctx.ln(ratio.numerator) - ctx.ln(ratio.denominator) <= Decimal(float(eps))
 
 
 def complement_down(x: float) -> float:

@@ -12,13 +12,15 @@ Privacy-Preserving Data Aggregation", IEEE TDSC 2022 (LIP paper), Thm. 4
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from lopub._util import check_int, resolve_rng
+from lopub.client.randomize import uniform_threshold
 from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_frequencies,
-                                check_values, support_variance)
+                                check_values, ratio_within, support_variance)
 from lopub.oracles.lip_channel import (
     FrozenMechanism,
     bayes_variance,
@@ -26,6 +28,7 @@ from lopub.oracles.lip_channel import (
     check_lip_epsilon,
     check_prior,
 )
+from lopub.oracles.lip_split import check_split_budget
 from lopub.oracles.measure import MeasureMixin
 from lopub.oracles.oneshot import (
     aggregate_unary,
@@ -62,6 +65,17 @@ def sample_rows(matrix: np.ndarray, values: np.ndarray, rng: np.random.Generator
         u = rng.random((x.shape[0],))
         out[start:start + step] = np.count_nonzero(u[:, None] >= cdf[x], axis=1)
     return np.minimum(out, matrix.shape[1] - 1)
+
+
+def lh_keep_threshold(eps: float) -> float:
+    """The largest multiple of ``2^-53`` that is ``<= 1 - e^-eps`` exactly: LH-LIP keeps
+    ``h(x)`` when ``rng.random()`` (a multiple of ``2^-53``) is below it, so with
+    probability exactly the threshold, never above ``1 - e^-eps`` (``rng.random() <
+    -expm1(-eps)`` could be, by up to ``2^-53``)."""
+    t = uniform_threshold(float(-np.expm1(-eps)))
+    while t > 0.0 and not ratio_within(1 / (1 - Fraction(t)), eps):  # 1 / (1 - t) <= e^eps
+        t -= 2.0 ** -53
+    return t
 
 
 def _posterior_sums(logpost: np.ndarray) -> np.ndarray:
@@ -201,6 +215,7 @@ class LHLIP(FrozenMechanism, MeasureMixin):
             raise ValueError(f"g ({g}) must be <= e^eps + 1 = {np.exp(self.epsilon) + 1:.4g}: "
                              f"otherwise no bucket mass can reach 1/(e^eps + 1)")
         self.g, self.max_redraws = int(g), max_redraws
+        check_split_budget(self.prior, self.epsilon, self.g, grr_probabilities(self.epsilon, 2)[1])
         self._variance_seeds: tuple | None = None  # a private cache, filled on first use
         self._freeze()
 
@@ -236,15 +251,10 @@ class LHLIP(FrozenMechanism, MeasureMixin):
                 return a, b
             a[bad], b[bad] = draw_hash_seeds(int(bad.sum()), rng=rng)
             bad[bad] = self.hashed_priors(a[bad], b[bad]).min(axis=1) < bound
-        if self.prior.max() > 1 - (self.g - 1) * bound:  # no split of the values can work
-            raise ValueError(
-                f"no hash into g ({self.g}) buckets can give every bucket prior mass >= "
-                f"1/(e^eps + 1) = {bound:.6g}: the prior's largest probability "
-                f"({self.prior.max():.6g}) leaves less than that to the other buckets at epsilon "
-                f"({self.epsilon}); use RR-LIP or UE-LIP"
-                + (", or a smaller g" if self.g > 2 else "") + ", or a larger epsilon")
         raise ValueError(f"no valid hash found in {self.max_redraws} redraws for g ({self.g}) "
-                         f"and this prior at epsilon ({self.epsilon}); use "
+                         f"and this prior at epsilon ({self.epsilon}): some split of the values "
+                         f"gives every bucket mass >= 1/(e^eps + 1) = {bound:.6g}, but too few "
+                         f"hashes find one; use a larger epsilon, "
                          + ("a smaller g, " if self.g > 2 else "") + "RR-LIP or UE-LIP")
 
     def perturb(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
@@ -252,7 +262,7 @@ class LHLIP(FrozenMechanism, MeasureMixin):
         values = check_values(values, self.k)
         rng = resolve_rng(rng)
         a, b = self._valid_seeds(values.shape[0], rng)
-        keep = rng.random(values.shape[0]) < -np.expm1(-self.epsilon)
+        keep = rng.random(values.shape[0]) < lh_keep_threshold(self.epsilon)
         other = rng.choice(self.k, size=values.shape[0], p=self.prior)
         src = np.where(keep, values, other)
         y = ((a.astype(np.uint64) * src.astype(np.uint64) + b.astype(np.uint64))

@@ -41,6 +41,7 @@ from typing import Any, cast
 import numpy as np
 
 from lopub._util import check_int, resolve_rng
+from lopub.client.randomize import uniform_threshold
 from lopub.io import atomic_write_text
 from lopub.oracles.base import check_values
 from lopub.oracles.longitudinal import LGRR, Longitudinal, LongitudinalUE
@@ -85,16 +86,20 @@ def permanent_from_uniforms(protocol: Longitudinal, value: int, u: np.ndarray) -
     """Round 1 of ``protocol`` for one value, driven by uniforms ``u`` (k + 1 of them).
 
     Same distribution as ``protocol.permanent``: GRR keeps ``value`` if
-    ``u[0] < p1`` else reports ``(value + 1 + floor(u[1] (k - 1))) mod k``;
-    unary sets bit ``v`` if ``u[v] < q1`` (``< p1`` for ``v = value``).
+    ``u[0] < t1`` else reports ``(value + 1 + floor(u[1] (k - 1))) mod k``;
+    unary sets bit ``v`` if ``u[v] < q1`` (``< t1`` for ``v = value``), with
+    ``t1 = uniform_threshold(p1)``: the uniforms are multiples of ``2^-53``, so
+    ``u < t1`` keeps with probability ``t1 <= p1`` (``u < p1`` could exceed it),
+    and ``u < q1`` sets a bit with ``ceil(q1 2^53) / 2^53 >= q1`` (more noise).
     """
     k = protocol.k
+    keep = uniform_threshold(protocol.p1)
     if isinstance(protocol, LGRR):
-        if u[0] < protocol.p1:
+        if u[0] < keep:
             return int(value)
         return int((value + 1 + int(u[1] * (k - 1))) % k)
     bits = u[:k] < protocol.q1
-    bits[value] = u[value] < protocol.p1
+    bits[value] = u[value] < keep
     return bits
 
 

@@ -26,13 +26,15 @@ ALLOMFREE paper (Arcolezi et al. 2022), Sec. 2, Table of p, q and Var*.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
 from lopub._util import resolve_rng
-from lopub.client.randomize import bernoulli_fill
+from lopub.client.randomize import bernoulli_fill, uniform_threshold
 from lopub.oracles.base import (
     MIN_PROBABILITY,
     UE_CHUNK_CELLS,
@@ -42,6 +44,7 @@ from lopub.oracles.base import (
     check_values,
     complement_down,
     logistic_tail,
+    ratio_within,
     ue_output_matrix,
 )
 
@@ -56,26 +59,41 @@ _CHUNK_USERS = 1 << 20  # users per block of OLH aggregation
 
 
 def _grr_on(values: np.ndarray, size: int, p: float, rng: np.random.Generator) -> np.ndarray:
-    """Keep each value w.p. ``p``, else report one of the ``size - 1`` others uniformly."""
-    keep = rng.random(values.shape[0]) < p
+    """Keep each value w.p. ``uniform_threshold(p) <= p``, else report one of the
+    ``size - 1`` others uniformly.
+
+    The threshold (the largest multiple of ``2^-53`` not above ``p``) is what
+    ``rng.random() <`` draws exactly: compared with ``p`` itself, a ``p < 1/2``
+    off the grid was kept with up to ``2^-53`` more (the realized ratio above
+    ``e^eps`` by about ``1e-13`` at ``k = 1000``).
+    """
+    keep = rng.random(values.shape[0]) < uniform_threshold(p)
     other = (values + rng.integers(1, size, size=values.shape[0])) % size
     return np.where(keep, values, other)
 
 
+@functools.lru_cache(maxsize=4096)  # the exact check costs ~0.1 ms; planners ask again and again
 def grr_probabilities(eps: float, size: int) -> tuple[float, float]:
     """``(p, q) = (e^eps, 1) / (e^eps + size - 1)`` as a GRR sampler realizes them.
 
     ``q0 = e^-eps / (1 + (size - 1) e^-eps)`` (no overflow for any float
     ``eps``), ``p`` the largest float ``<= 1 - (size - 1) q0``
-    (:func:`~lopub.oracles.base.complement_down`) and ``q = (1 - p) / (size - 1)``,
-    the probability of each other value that ``rng.random() < p`` followed by a
-    uniform other value realizes.  So ``p / q <= e^eps`` holds for the float
-    probabilities too; for ``eps`` above about ``36.7 + ln(size - 1)``
-    (``1 - p < 2^-52``) the mechanism stays the one at that budget.
+    (:func:`~lopub.oracles.base.complement_down`), lowered by an ulp while the
+    exact ratio ``p (size - 1) / (1 - p)`` exceeds ``e^eps``
+    (:func:`~lopub.oracles.base.ratio_within`; the rounding of ``e^-eps`` and
+    of ``q0`` can leave it an ulp above), and ``q = (1 - p) / (size - 1)``, the
+    probability of each other value that keeping with probability ``p`` followed
+    by a uniform other value realizes.  So ``p / q <= e^eps`` holds exactly for
+    the real probabilities of a device (exact Bernoulli(p)) and of
+    :func:`_grr_on` (which keeps with a probability ``<= p``); for ``eps``
+    above about ``36.7 + ln(size - 1)`` (``1 - p < 2^-52``) the mechanism stays
+    the one at that budget.
     """
     tail = float(np.exp(-eps))
     q0 = max(tail / (1.0 + (size - 1) * tail), MIN_PROBABILITY)
     p = complement_down((size - 1) * q0)
+    while p > 0.0 and not ratio_within(Fraction(p) * (size - 1) / (1 - Fraction(p)), eps):
+        p = float(np.nextafter(p, 0.0))
     return p, (1.0 - p) / (size - 1)
 
 

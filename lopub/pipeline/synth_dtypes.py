@@ -16,6 +16,9 @@ its labels, and a duration (read as seconds, :func:`lopub.data.schema.infer_sche
   tell), so the release's column (NaN) becomes that dtype again, as do whole numbers a given domain's
   model draws (other numbers, within a number's bins, are kept as floats).  A nullable integer column
   with values is an integer attribute and comes back as such (``Int64`` when missing values are drawn).
+* a pandas ``boolean``, ``string``, ``Float64`` or ``Float32`` column with no value at all: ``{"type":
+  "string"}`` (its dtype's name); the release's all-missing column (NaN, a categorical of no
+  label) becomes that dtype again (``<NA>``).  With values, such columns come back by their kind.
 * an integer column label (``pandas.read_csv(path, header=None)``: 0, 1, ...; the attribute is
   named ``"0"``, ``"1"``): ``{"label": 0}``; the release's column is labelled ``0`` again.
 
@@ -34,7 +37,9 @@ from lopub.data._header import HEADER_CHECKED, check_columns
 from lopub.data.domain import Attribute, Domain
 
 NULLABLE_INTS = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
-TYPES = ("int", "float", "str", "timedelta") + NULLABLE_INTS
+#: the other pandas extension dtypes an all-missing column is given back as
+NULLABLE_OTHERS = ("boolean", "string", "Float32", "Float64")
+TYPES = ("int", "float", "str", "timedelta") + NULLABLE_INTS + NULLABLE_OTHERS
 
 
 def record(df: pd.DataFrame, domain: Domain, labels: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
@@ -55,8 +60,8 @@ def record(df: pd.DataFrame, domain: Domain, labels: Mapping[str, Any] | None = 
             kind = ("int" if pd.api.types.is_integer_dtype(cats) else
                     "float" if pd.api.types.is_float_dtype(cats) else "str")
             out.setdefault(a.name, {}).update(type=kind, ordered=bool(col.cat.ordered))
-        elif str(col.dtype) in NULLABLE_INTS and a.kind in ("integer", "number") and bool(col.isna().all()):
-            out.setdefault(a.name, {})["type"] = str(col.dtype)
+        elif str(col.dtype) in NULLABLE_INTS + NULLABLE_OTHERS and bool(col.isna().all()):
+            out.setdefault(a.name, {})["type"] = str(col.dtype)  # no value: the kind cannot tell
     return out
 
 
@@ -78,7 +83,7 @@ def _entry(v: Any) -> bool:
     label = v.get("label", 0)
     if not isinstance(label, int) or isinstance(label, bool):
         return False
-    return "type" not in v or (v["type"] in TYPES and (v["type"] == "timedelta" or v["type"] in NULLABLE_INTS
+    return "type" not in v or (v["type"] in TYPES and (v["type"] in ("timedelta",) + NULLABLE_INTS + NULLABLE_OTHERS
                                                        or isinstance(v.get("ordered"), bool)))
 
 
@@ -93,6 +98,8 @@ def restore(df: pd.DataFrame, dtypes: dict[str, dict[str, Any]]) -> pd.DataFrame
             df[name] = pd.to_timedelta(col.astype(float), unit="s")
         elif how["type"] in NULLABLE_INTS:
             df[name] = _nullable_int(col, how["type"])
+        elif how["type"] in NULLABLE_OTHERS:
+            df[name] = _nullable_other(col, how["type"])
         elif how["type"] != "timedelta" and isinstance(col.dtype, pd.CategoricalDtype):
             df[name] = _categorical(col, how)
     return relabel(df, dtypes)
@@ -145,6 +152,12 @@ def _nullable_int(col: pd.Series, dtype: str) -> pd.Series:
     present = x[~np.isnan(x)]
     whole = (present == np.round(present)) & (present >= info.min) & (present < float(info.max) + 1)
     return col.astype(dtype) if whole.all() else col
+
+
+def _nullable_other(col: pd.Series, dtype: str) -> pd.Series:
+    """``col`` as ``dtype`` (``boolean``, ``string``, ``Float64``...) when every value is missing (the
+    column had no value to fit; else ``col``: values a given domain's model draws keep their type)."""
+    return col.astype(dtype) if bool(col.isna().all()) else col
 
 
 def _categorical(col: pd.Series, how: dict[str, Any]) -> pd.Series:

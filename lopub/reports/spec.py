@@ -73,6 +73,26 @@ def optimal_bloom(size: int, fp_rate: float) -> tuple[int, int]:
     return max(m, h), h
 
 
+def _refuse_constant(domain: Domain, hs: list, epsilon: float) -> None:
+    """Refuse a per-record budget split over an attribute of one category.
+
+    One ``f`` serves every attribute and the stated epsilon is
+    ``sum_j 2 h_j ln((2 - f) / f)`` over all of them (what every reader of a
+    spec, the JS device client too, checks), so a constant attribute would take
+    its share ``h_j / sum h`` of ``epsilon`` and buy nothing with it.
+    """
+    one = [(a, hj) for a, k, hj in zip(domain.attrs, domain.sizes, hs) if k < 2]
+    if not one:
+        return
+    share = sum(hj for _, hj in one) / sum(hs)
+    names = ", ".join(f"{a!r} (only {list(domain.labels(a))})" for a, _ in one)
+    raise SpecError(
+        f"attribute(s) {names} have one category: Bloom reports split epsilon ({epsilon:g}) over "
+        f"every attribute's hashes, so they would take {share:.0%} of it ({epsilon * share:.4g}) "
+        f"and reveal nothing for it. A constant column carries no information: leave it out of "
+        f"the domain (lopub schema --columns ..., or domain.project([...])), or use --protocol auto")
+
+
 @dataclass(frozen=True)
 class CollectionSpec:
     """Public parameters of a Bloom-filter LDP collection.
@@ -162,6 +182,7 @@ class CollectionSpec:
             ms = _per_attr("m", m, d, [32 if s <= 2 else 128 for s in domain.sizes])
             hs = _per_attr("h", h, d, [4] * d)
         if epsilon is not None:
+            _refuse_constant(domain, hs, epsilon)
             f = privacy.f_for_epsilon(epsilon, hs)
         salts = [_find_salt(key, a, domain.labels(a), hj, mj) for a, hj, mj in zip(domain.attrs, hs, ms)]
         return cls(domain, tuple(ms), tuple(hs), cast(float, f), key, tuple(salts))
