@@ -49,7 +49,7 @@ Two-phase (:class:`~lopub.collect.twophase.TwoPhasePlan`, module
 all pairs; the main plan is the candidate above (or a cut of the pairs
 ranked by the screen's dependence) of lowest predicted error with the
 screen's tables in place of the uniform tables and prior dependence
-(:class:`~lopub.collect.twophase.ScreenProfile`).  The screen's tables stay
+(:class:`~lopub.collect.screen.ScreenProfile`).  The screen's tables stay
 measurements of the release.  The planner uses it at mid epsilon
 (:mod:`lopub.collect.planner`).
 Where the rule's triple cover is trimmed to fit the users, the planner may

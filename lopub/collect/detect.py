@@ -27,7 +27,8 @@ from lopub.collect.adaptive import (
 from lopub.collect.cost import best_oracle, cell_var
 from lopub.collect.groups import MIN_GROUP_FLOOR, UNREACHABLE, fit_to_users, shortfall
 from lopub.collect.plan import MarginalPlan, PlanError
-from lopub.collect.twophase import RANKED_CUTS, ScreenProfile
+from lopub.collect.screen import ScreenProfile
+from lopub.collect.twophase import RANKED_CUTS
 from lopub.data.domain import Domain
 
 #: Most users a detection screen (:class:`DetectPlan`) may take, as a share of ``n``.

@@ -103,13 +103,13 @@ class PlanReport:
         every attribute pair (otherwise unchanged).
 
         The measured tables replace the uniform tables and the prior dependence
-        (:class:`~lopub.collect.twophase.ScreenProfile` with ``own_margins``), evaluated on a public
-        sample of at most :data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS`
-        pairs (:func:`~lopub.collect.twophase.screen_pairs`); both options get
+        (:class:`~lopub.collect.screen.ScreenProfile` with ``own_margins``), evaluated on a public
+        sample of at most :data:`~lopub.collect.screen.MAX_SCREEN_PAIRS`
+        pairs (:func:`~lopub.collect.screen.screen_pairs`); both options get
         ``params["after_collection"]``.  The recommendation is unchanged
         (the reports are collected).
         """
-        from lopub.collect.twophase import MAX_SCREEN_PAIRS, ScreenProfile, screen_pairs
+        from lopub.collect.screen import MAX_SCREEN_PAIRS, ScreenProfile, screen_pairs
 
         mplan = self.marginal_plan
         if mplan is None or self.two_phase is not None:

@@ -100,9 +100,9 @@ both sampling families; an attribute no Bloom filter size can separate
 within the planner's bounds refuses Bloom (``refused`` names the reason;
 :meth:`PlanReport.option` raises it).  The planner uses a two-phase plan
 where the screen measures all pairs (at most
-:data:`~lopub.collect.twophase.MAX_SCREEN_PAIRS`, 30 attributes) and its
+:data:`~lopub.collect.screen.MAX_SCREEN_PAIRS`, 30 attributes) and its
 users fill them.  Above 30 attributes the screen is a public sample of pairs
-(:func:`~lopub.collect.twophase.screen_pairs`), as many as its users fill
+(:func:`~lopub.collect.screen.screen_pairs`), as many as its users fill
 (:meth:`~lopub.collect.twophase.TwoPhasePlan.build`), and the planner uses it
 where the uniform rule cuts the pairs by size (``pairs<=L``, the smallest
 pairs included): which pairs pay off is then exactly what the rule cannot
@@ -318,7 +318,7 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
 def _two_phase(domain: Domain, n: int, epsilon: float, name: str, key: str | None, *,
                share: float = DEFAULT_SCREEN_SHARE) -> Any:
     """The two-phase plan where the uniform rule's pick ``name`` calls for one (module docstring)."""
-    from lopub.collect.twophase import MAX_SCREEN_PAIRS
+    from lopub.collect.screen import MAX_SCREEN_PAIRS
 
     rule = name.split(" ")[0]  # "<rule> (trimmed)" for a plan cut to fit the users
     d = len(domain)
