@@ -38,11 +38,9 @@ no script and no external resource.
 """
 from __future__ import annotations
 
-import base64
-import html
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,22 +53,15 @@ from lopub.publish.report.data import as_dataset, mi_matrix, model_columns, unme
 from lopub.publish.report.notes import collection_of, not_converged, privacy_statement, release_warnings
 from lopub.publish.report.scores import SDMETRICS_ASSOCIATION_THRESHOLD, pair_matrix, quality_scores
 from lopub.publish.report import verdict_block
+from lopub.publish.report.markup import (CSS, esc, fmt_count, fmt_float, html_details, html_img, html_section,
+                                         html_table)
 
 MAX_PAIR_ROWS = 300
 #: tables with more rows than this are collapsed (``<details>``)
 LONG_TABLE = 20
 #: the scores' baseline, named for its one-way tables (the verdict's uses the true ones)
 BASELINE = "Independence of the model's one-way marginals"
-CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;
-padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;
-padding-bottom:.2em;margin-top:2em}table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3f3f3}
-td.num{text-align:right;font-variant-numeric:tabular-nums}.warn{background:#fff4e5;border-left:4px solid
-#e69500;padding:.4em .8em;margin:.4em 0}.danger{background:#fdecea;border-left-color:#d62728}
-.note{color:#555;font-size:.92em}.grid{display:flex;flex-wrap:wrap;gap:.6em}img{max-width:100%}
-figure{margin:.4em 0}figcaption{font-size:.85em;color:#555}details{margin:.6em 0}
-summary{cursor:pointer;color:#245}.scroll{overflow-x:auto;max-width:100%}
-@media (max-width:600px){body{margin:1em auto;padding:0 .5em}table{font-size:.8em}}"""
+
 
 
 @dataclass
@@ -139,7 +130,7 @@ def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: 
         ctx.scores = quality_scores(model, rl, ctx.release)
     title = title or "lopub release report"
     verdict = verdict_block.report_verdict(model, ctx.release, rl)
-    body = [f"<h1>{_e(title)}</h1>", verdict_block.verdict_section(verdict, real_given=rl is not None),
+    body = [f"<h1>{esc(title)}</h1>", verdict_block.verdict_section(verdict, real_given=rl is not None),
             _summary(ctx), _warnings(ctx), _privacy(ctx)]
     if rl is not None:  # results first; parameters and long tables after them
         body.append(_scores(ctx))
@@ -150,7 +141,7 @@ def build_report(model: Any, synthetic: Any = None, real: Any = None, *, title: 
     body.append(_pairs(ctx) if rl is not None else _absent())
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<meta name=\"generator\" content=\"lopub {__version__}\">\n<title>{_e(title)}</title>\n"
+            f"<meta name=\"generator\" content=\"lopub {__version__}\">\n<title>{esc(title)}</title>\n"
             f"<style>{CSS}{verdict_block.CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
 
@@ -165,12 +156,12 @@ def _summary(ctx: _Inputs) -> str:
     m = ctx.model
     s = m.summary()
     users = m.users if isinstance(m.n, int) and isinstance(m.users, int) and m.users > m.n else None
-    reports = _n(m.n) + ("" if users is None else f" of {users:,} users (the {users - m.n:,} reports of "
+    reports = fmt_count(m.n) + ("" if users is None else f" of {users:,} users (the {users - m.n:,} reports of "
                                                   "the screen that chose the plan are not part of the release)")
     rows = [("Attributes", s["attributes"]), ("Reports behind the model", reports),
             ("Cliques", s["cliques"]), ("Largest clique (cells)", f"{s['max_clique_cells']:,}"),
-            ("Synthetic records", _n(None if ctx.synthetic is None else ctx.synthetic.n, "not given")),
-            ("Real records", _n(None if ctx.real is None else ctx.real.n, "not given"))]
+            ("Synthetic records", fmt_count(None if ctx.synthetic is None else ctx.synthetic.n, "not given")),
+            ("Real records", fmt_count(None if ctx.real is None else ctx.real.n, "not given"))]
     coll = collection_of(m)
     rows.insert(1, ("Epsilon per record", "none recorded (no privacy guarantee)" if coll is None
                     else f"{float(coll['epsilon_per_record']):.4g}"))
@@ -178,24 +169,24 @@ def _summary(ctx: _Inputs) -> str:
         r = ctx.scores["release"]
         none = (f"n/a: no pair's real Cramer's V is above {SDMETRICS_ASSOCIATION_THRESHOLD:g}"
                 if not r["associated_pairs"] else None)
-        rows += [("Column Shapes (SDMetrics)", _f(r["column_shapes"])),
-                 ("Column Pair Trends, associated pairs (SDMetrics)", none or _f(r["column_pair_trends_associated"])),
-                 ("Mean 2-way TVD, all pairs (lopub)", _f(r["mean_pair_tvd"]))]
+        rows += [("Column Shapes (SDMetrics)", fmt_float(r["column_shapes"])),
+                 ("Column Pair Trends, associated pairs (SDMetrics)", none or fmt_float(r["column_pair_trends_associated"])),
+                 ("Mean 2-way TVD, all pairs (lopub)", fmt_float(r["mean_pair_tvd"]))]
     note = "" if not ctx.left_out else (
         f"<p class=\"note\">Real data: {len(ctx.left_out)} column(s) the model does not hold were left "
-        f"out of every comparison: {_e(', '.join(ctx.left_out))}.</p>")
-    return _section("summary", "Summary", _table(["", ""], rows, header=False) + note)
+        f"out of every comparison: {esc(', '.join(ctx.left_out))}.</p>")
+    return html_section("summary", "Summary", html_table(["", ""], rows, header=False) + note)
 
 
 def _warnings(ctx: _Inputs) -> str:
     ws = release_warnings(ctx.model, synthetic_n=None if ctx.synthetic is None else ctx.synthetic.n,
                           real_n=None if ctx.real is None else ctx.real.n)
     if not ws:
-        return _section("warnings", "Warnings", "<p>No warnings beyond the verdict above.</p>")
+        return html_section("warnings", "Warnings", "<p>No warnings beyond the verdict above.</p>")
     danger = ('High epsilon', 'No privacy', 'Private domain')
     items = "".join(f"<div class=\"warn{' danger' if w.startswith(danger) else ''}\">"
-                    f"{_e(w)}</div>" for w in ws)
-    return _section("warnings", f"Warnings ({len(ws)})", items)
+                    f"{esc(w)}</div>" for w in ws)
+    return html_section("warnings", f"Warnings ({len(ws)})", items)
 
 
 def _privacy(ctx: _Inputs) -> str:
@@ -204,32 +195,32 @@ def _privacy(ctx: _Inputs) -> str:
     screened = m.users - n if n is not None and isinstance(m.users, int) and m.users > n else 0
     paras = privacy_statement(collection_of(m), real_shown=ctx.real is not None, n=n, domain=m.domain,
                               screened=screened)
-    return _section("privacy", "Privacy statement", "".join(f"<p>{_e(p)}</p>" for p in paras))
+    return html_section("privacy", "Privacy statement", "".join(f"<p>{esc(p)}</p>" for p in paras))
 
 
 def _protocol(ctx: _Inputs) -> str:
     coll, dom = collection_of(ctx.model), ctx.model.domain
     if coll is None:
-        return _section("protocol", "Protocol and parameters",
+        return html_section("protocol", "Protocol and parameters",
                         "<p>No collection parameters are stored in this model.</p>")
     if coll.get("protocol") == "marginals":
-        head = _table(["", ""], [("Protocol", "marginal sampling: one attribute set per user, a frequency oracle"),
+        head = html_table(["", ""], [("Protocol", "marginal sampling: one attribute set per user, a frequency oracle"),
                                  ("Epsilon per record", f"{float(coll['epsilon_per_record']):.4g}"),
                                  ("Plan id", coll.get("plan_id", ""))], header=False)
-        sets = _table(["Attribute set", "Oracle"], [(", ".join(s), o) for s, o in
+        sets = html_table(["Attribute set", "Oracle"], [(", ".join(s), o) for s, o in
                                                     zip(coll["subsets"], coll["oracles"])])
-        return _section("protocol", "Protocol and parameters",
-                        head + _details(f"{len(coll['subsets'])} attribute sets and their oracles", sets))
-    rows = [(a, dom.size(a), coll["h"].get(a), coll["m"].get(a), _f(coll["epsilon_per_attribute"].get(a), 4))
+        return html_section("protocol", "Protocol and parameters",
+                        head + html_details(f"{len(coll['subsets'])} attribute sets and their oracles", sets))
+    rows = [(a, dom.size(a), coll["h"].get(a), coll["m"].get(a), fmt_float(coll["epsilon_per_attribute"].get(a), 4))
             for a in dom.attrs]
-    head = _table(["", ""], [("Protocol", "LoPub randomized Bloom-filter reports"),
+    head = html_table(["", ""], [("Protocol", "LoPub randomized Bloom-filter reports"),
                              ("f (bit-flip probability)", f"{coll['f']:g}"),
                              ("Bits per report", f"{coll['bits_per_report']:,}"),
                              ("Epsilon per record (sum over attributes)",
                               f"{float(coll['epsilon_per_record']):.4g}")], header=False)
-    per = _table(["Attribute", "Categories", "h (hash functions)", "m (bits)", "Epsilon"], rows)
-    return _section("protocol", "Protocol and parameters",
-                    head + _details(f"Bloom parameters of the {len(rows)} attributes", per))
+    per = html_table(["Attribute", "Categories", "h (hash functions)", "m (bits)", "Epsilon"], rows)
+    return html_section("protocol", "Protocol and parameters",
+                    head + html_details(f"Bloom parameters of the {len(rows)} attributes", per))
 
 
 def _model_section(ctx: _Inputs) -> str:
@@ -252,7 +243,7 @@ def _model_section(ctx: _Inputs) -> str:
     mf = fit.get("model_fit") if isinstance(fit.get("model_fit"), dict) else None
     if mf is not None:
         state = "converged" if mf.get("converged") else not_converged(mf, fit.get("verdict"), python=True)
-        rows.append(("Model fit", f"loss {_f(mf.get('loss'), 4)}, {mf.get('iterations')} iterations, {state}"))
+        rows.append(("Model fit", f"loss {fmt_float(mf.get('loss'), 4)}, {mf.get('iterations')} iterations, {state}"))
     avd = m.meta.get("calibration_avd") or [None] * len(m.cliques)
     calibrated = mf is None  # separately estimated cliques: the AVD measures their disagreement
     head = ["Clique", "Attributes", "Cells", "Separator", "Reports per cell"] + (
@@ -260,12 +251,12 @@ def _model_section(ctx: _Inputs) -> str:
     cl = [(f"C{k}", ", ".join(m.tree.cliques[i]), f"{m.domain.cells(list(m.tree.cliques[i])):,}",
            ", ".join(m.tree.separator(i)) or "(root)",
            "" if m.n is None else f"{m.n / m.domain.cells(list(m.tree.cliques[i])):.3g}")
-          + ((_f(avd[i], 4),) if calibrated else ()) for k, i in enumerate(m.tree.order)]
+          + ((fmt_float(avd[i], 4),) if calibrated else ()) for k, i in enumerate(m.tree.order)]
     note = "" if calibrated else (
         "<p class=\"note\">The model was fitted to all measurements at once, so its clique marginals "
         "agree by construction (no calibration AVD to show); the model fit's loss is above.</p>")
-    return _section("model", "Model", _table(["", ""], rows, header=False) + note
-                    + _details(f"{len(cl)} cliques", _table(head, cl)))
+    return html_section("model", "Model", html_table(["", ""], rows, header=False) + note
+                    + html_details(f"{len(cl)} cliques", html_table(head, cl)))
 
 
 def _scores(ctx: _Inputs) -> str:
@@ -282,8 +273,8 @@ def _scores(ctx: _Inputs) -> str:
              r["overall"], b["overall"]),
             ("Mean 2-way TVD, all pairs", "lopub evaluate (lower is better)", r["mean_pair_tvd"], b["mean_pair_tvd"]),
             ("Max 2-way TVD", "worst pair (lower is better)", r["max_pair_tvd"], b["max_pair_tvd"])]
-    table = _table(["Score", "Definition", f"Release: {ctx.release_name}", BASELINE],
-                   [(a, d, _f(x), _f(y)) for a, d, x, y in rows])
+    table = html_table(["Score", "Definition", f"Release: {ctx.release_name}", BASELINE],
+                   [(a, d, fmt_float(x), fmt_float(y)) for a, d, x, y in rows])
     note = ("<p class=\"note\">Scores are in [0, 1], higher is better; TVD = 1/2 sum |real - release| "
             "over the cells. The independence of the model's one-way marginals is the release built "
             "from the model's one-way marginals only (estimated from the noisy reports; every pair "
@@ -291,11 +282,11 @@ def _scores(ctx: _Inputs) -> str:
             "learned no dependency. The verdict's baseline is another: the independence of the true "
             "one-way marginals (no noise). SDMetrics' thresholded score leaves out "
             "pairs with little real association, where independence is already right.</p>")
-    cols = _table(["Attribute", "1 - TVD (release)", "1 - TVD (model one-way)"],
-                  [(a, _f(r["per_column"][a]), _f(b["per_column"][a])) for a in s["attrs"]])
+    cols = html_table(["Attribute", "1 - TVD (release)", "1 - TVD (model one-way)"],
+                  [(a, fmt_float(r["per_column"][a]), fmt_float(b["per_column"][a])) for a in s["attrs"]])
     if len(s["attrs"]) > LONG_TABLE:
-        cols = _details(f"Column Shapes per attribute ({len(s['attrs'])} attributes)", cols)
-    return _section("scores", "Scores against the real data", table + note + cols)
+        cols = html_details(f"Column Shapes per attribute ({len(s['attrs'])} attributes)", cols)
+    return html_section("scores", "Scores against the real data", table + note + cols)
 
 
 def _distributions(ctx: _Inputs) -> str:
@@ -306,12 +297,12 @@ def _distributions(ctx: _Inputs) -> str:
             series["synthetic"] = ctx.synthetic.project([a]).values
         if ctx.real is not None:
             series["real"] = ctx.real.project([a]).values
-        imgs.append(_img(figures.bars(a, ctx.model.domain.labels(a), series),
+        imgs.append(html_img(figures.bars(a, ctx.model.domain.labels(a), series),
                          f"distribution of {a}: " + ", ".join(series)))
     intro = ("Per attribute: the model's marginal" + (", the synthetic data" if ctx.synthetic is not None else "")
              + (" and the real data" if ctx.real is not None else "") + ".")
-    return _section("distributions", "Per-attribute distributions",
-                    f"<p>{_e(intro)}</p><div class=\"grid\">{''.join(imgs)}</div>")
+    return html_section("distributions", "Per-attribute distributions",
+                    f"<p>{esc(intro)}</p><div class=\"grid\">{''.join(imgs)}</div>")
 
 
 def _pair_tvd(ctx: _Inputs) -> str:
@@ -323,9 +314,9 @@ def _pair_tvd(ctx: _Inputs) -> str:
               "independence of the model's one-way vs real": pair_matrix(s["pairs"], attrs, "tvd_independence",
                                                                          one_b)}
     pic = figures.heatmaps(panels, attrs, label="TVD (0 = identical)", cmap="magma_r")
-    return _section("pair-tvd", "Pairwise TVD against the real data",
+    return html_section("pair-tvd", "Pairwise TVD against the real data",
                     "<p>TVD of every 2-way table (diagonal: one-way TVD), release and independence "
-                    "of the model's one-way marginals on one colour scale.</p>" + _img(pic, "pairwise TVD heatmaps"))
+                    "of the model's one-way marginals on one colour scale.</p>" + html_img(pic, "pairwise TVD heatmaps"))
 
 
 def _mutual_information(ctx: _Inputs) -> str:
@@ -353,10 +344,10 @@ def _mutual_information(ctx: _Inputs) -> str:
                 + (f"; in the MI estimated from the reports, also the {unmeasured} pairs the collection "
                    "never measured, which the model takes as independent" if unmeasured else "") + ")."
                 + _noise_note(ctx.model, est, attrs))
-    text = f"<p>{_e(text)}</p>"
-    pic = _img(figures.heatmaps(panels, attrs, label="mutual information (nats)"),
+    text = f"<p>{esc(text)}</p>"
+    pic = html_img(figures.heatmaps(panels, attrs, label="mutual information (nats)"),
                "mutual information heatmaps") if panels else ""
-    return _section("mutual-information", "Mutual information", text + pic)
+    return html_section("mutual-information", "Mutual information", text + pic)
 
 
 def _noise_note(model: Any, est: np.ndarray, attrs: list[str]) -> str:
@@ -380,66 +371,24 @@ def _noise_note(model: Any, est: np.ndarray, attrs: list[str]) -> str:
 
 
 def _structure(ctx: _Inputs) -> str:
-    return _section("structure", "Dependency graph and junction tree",
-                    _img(figures.structure(ctx.model), "dependency graph and junction tree"))
+    return html_section("structure", "Dependency graph and junction tree",
+                    html_img(figures.structure(ctx.model), "dependency graph and junction tree"))
 
 
 def _pairs(ctx: _Inputs) -> str:
     pairs = sorted(ctx.real_scores["pairs"], key=lambda p: -p["tvd_release"])
-    rows = [(p["a"], p["b"], _f(p["real_association"]), "yes" if p["counted"] else "no", _f(p["real_mi"], 4),
-             _f(p["tvd_release"]), _f(p["tvd_independence"])) for p in pairs[:MAX_PAIR_ROWS]]
+    rows = [(p["a"], p["b"], fmt_float(p["real_association"]), "yes" if p["counted"] else "no", fmt_float(p["real_mi"], 4),
+             fmt_float(p["tvd_release"]), fmt_float(p["tvd_independence"])) for p in pairs[:MAX_PAIR_ROWS]]
     more = (f"<p class=\"note\">{len(pairs) - MAX_PAIR_ROWS} more pairs not shown.</p>"
             if len(pairs) > MAX_PAIR_ROWS else "")
-    return _section("pairs", "Pairs, worst first", _details(f"{len(rows)} pairs, worst first", _table(
+    return html_section("pairs", "Pairs, worst first", html_details(f"{len(rows)} pairs, worst first", html_table(
         ["A", "B", "Real Cramer's V", "Counted by SDMetrics", "Real MI (nats)", "TVD release",
          "TVD independence (model's one-way)"], rows)) + more)
 
 
 def _absent() -> str:
-    return _section("absent", "Sections that need real data",
+    return html_section("absent", "Sections that need real data",
                     "<p>No real data was given, so this report leaves out the scores against the real "
                     "data (SDMetrics' Column Shapes and Column Pair Trends, lopub's 2-way TVD and the "
                     "independence of the model's one-way marginals), the pairwise TVD heatmap, the real data's bars and "
                     "mutual information, and the per-pair table.</p>")
-
-
-# helpers -------------------------------------------------------------------
-def _details(summary: str, content: str) -> str:
-    """A collapsed block (``<details>``): long tables stay one click away."""
-    return f"<details><summary>{_e(summary)}</summary>\n{content}\n</details>"
-
-
-def _section(sid: str, title: str, content: str) -> str:
-    return f"<section id=\"{sid}\">\n<h2>{_e(title)}</h2>\n{content}\n</section>"
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, header: bool = True) -> str:
-    head = "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>" if header else ""
-    body = "".join("<tr>" + "".join(_cell(v, k, header) for k, v in enumerate(r)) + "</tr>" for r in rows)
-    return f"<div class=\"scroll\"><table>{head}{body}</table></div>"
-
-
-def _cell(v: Any, k: int, header: bool) -> str:
-    if not header and k == 0:
-        return f"<th>{_e(v)}</th>"
-    num = isinstance(v, (int, float)) or (isinstance(v, str) and v.replace(".", "").replace(",", "").isdigit())
-    return f"<td class=\"num\">{_e(v)}</td>" if num else f"<td>{_e(v)}</td>"
-
-
-def _img(data: bytes, alt: str) -> str:
-    return (f"<figure><img alt=\"{_e(alt)}\" src=\"data:image/png;base64,"
-            f"{base64.b64encode(data).decode('ascii')}\"></figure>")
-
-
-def _e(v: Any) -> str:
-    return html.escape(str(v), quote=True)
-
-
-def _f(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
-        return "n/a"
-    return f"{float(v):.{digits}f}"
-
-
-def _n(v: int | None, missing: str = "unknown") -> str:
-    return missing if v is None else f"{v:,}"

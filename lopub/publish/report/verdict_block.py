@@ -14,7 +14,6 @@ make uniform or independence the right answer, not a failure.
 """
 from __future__ import annotations
 
-import html
 import itertools
 from typing import Any, Sequence
 
@@ -24,6 +23,7 @@ from scipy.stats import chi2
 from lopub.data.pairs import pair_source
 from lopub.dependency.mi import mutual_information
 from lopub.model.verdict import CAVEATS, GOOD, NOT_USABLE, Finding, Verdict, verdict_of
+from lopub.publish.report.markup import esc
 
 #: a release that closes less than this share of the gap between uniform and independence is no
 #: better than uniform noise
@@ -173,20 +173,16 @@ def verdict_section(verdict: Verdict | None, *, real_given: bool) -> str:
     reasons = verdict.reasons
     shown = set(reasons)
     rest = [f for f in verdict.findings if f.message not in shown]
-    items = "".join(f"<li>{_e(r)}</li>" for r in reasons)
-    more = "".join(f"<li><span class=\"sev\">{_e(SYMBOLS[f.severity])}</span>{_e(f.message)}</li>" for f in rest)
+    items = "".join(f"<li>{esc(r)}</li>" for r in reasons)
+    more = "".join(f"<li><span class=\"sev\">{esc(SYMBOLS[f.severity])}</span>{esc(f.message)}</li>" for f in rest)
     why = "Why" if verdict.level == GOOD else "Reasons"
     basis = ("Checks of the model against its noisy measurements (no true data)"
              + (", and the release measured against the true data." if real_given else "."))
     return (f"<section id=\"verdict\" class=\"verdict\" style=\"border-color:{colour}\">\n"
-            f"<h2 style=\"color:{colour}\">Verdict: {_e(verdict.level)}</h2>\n"
-            f"<p class=\"note\">{_e(basis)}</p>\n<p><b>{why}</b></p><ul>{items}</ul>\n"
+            f"<h2 style=\"color:{colour}\">Verdict: {esc(verdict.level)}</h2>\n"
+            f"<p class=\"note\">{esc(basis)}</p>\n<p><b>{why}</b></p><ul>{items}</ul>\n"
             + (f"<p><b>Other checks</b></p><ul>{more}</ul>\n" if more else "") + "</section>")
 
 
 def _tvd(a: Any, b: np.ndarray) -> float:
     return 0.5 * float(np.abs(np.asarray(a, dtype=float) - b).sum())
-
-
-def _e(v: Any) -> str:
-    return html.escape(str(v), quote=True)
