@@ -188,23 +188,10 @@ def _warn_verdict(obj) -> None:
         warning(w, command="fit")
 
 
-#: suffixes ``lopub synthesize --out`` writes (CSV; Parquet for .parquet and .pq)
-RELEASE_SUFFIXES = (".csv", ".parquet", ".pq")
-
-
-def _check_release_suffix(path: str) -> None:
-    """Refuse, before any work, an ``--out`` whose suffix is no release format (it would be CSV)."""
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in RELEASE_SUFFIXES:
-        raise ValueError(f"--out ({path!r}) has the suffix {suffix or '(none)'!r}; a release is written as "
-                         f"CSV or Parquet by suffix: expected one of {list(RELEASE_SUFFIXES)}")
-
-
 def cmd_synthesize(a: argparse.Namespace) -> None:
     from lopub.model.graphical import Model, condition_labels
     from lopub.publish.synthesize import dates_as_written, synthesize, write_release
 
-    _check_release_suffix(a.out)
     model = Model.load(a.model)
     where = condition_labels(model.domain, _parse_where(a.where))  # age=37: the bin's label
     df = synthesize(model, a.n, labels=a.labels, rng=a.seed, where=where or None)
@@ -312,7 +299,7 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
                    help=f"release pgm: most iterations of the model fit (default {DEFAULT_MAX_ITER:,}); raise it "
                         "when fit reports the model fit did not converge")
     add_scale_options(f)
-    f.add_argument("--out", required=True, help="model file (.json, or .json.gz)")
+    f.add_argument("--out", required=True, help="model file (.json, or .json.gz; another format's suffix (.csv, .pdf, ...) is refused)")
     f.add_argument("--plot", help="also draw the graph here (PNG; MI heatmap beside it)")
     add_verbosity(f, quiet_help=QUIET_HELP)
     f.add_argument("--json", action="store_true")
