@@ -94,3 +94,43 @@ def test_collect_auto_still_renames_an_npz_parquet_clash(made, capsys):
                        "--seed", "0", "--out", made / "auto.parquet")
     assert code == 0 and (made / "auto.npz").is_file() and not (made / "auto.parquet").exists()
     assert "written to" in err and "auto.npz" in err
+
+
+# 2. --sep that reads the file as one column ------------------------------------------------------
+def _semicolon_csv(path, n=600):
+    rng = np.random.default_rng(2)  # labels and numbers without an 'x' or a ',' in them
+    pd.DataFrame({"a": rng.choice(["p", "q"], n), "b": rng.choice(["r", "s", "t"], n),
+                  "h": np.round(rng.normal(170, 10, n), 1)}).to_csv(path, sep=";", index=False)
+
+
+@pytest.mark.parametrize("sep, shown", [("x", "'x'"), (",", "','"), ("|", "'|'")])
+@pytest.mark.parametrize("command", ["schema", "collect"])
+def test_a_wrong_sep_names_the_one_column_read_and_the_likely_delimiter(made, tmp_path, capsys, command, sep,
+                                                                        shown):
+    """`--sep x` on a ';' file read one column named 'a;b;h' and failed with 'identifier-like'
+    (schema) or 'missing columns' (collect), never naming the delimiter."""
+    csv = tmp_path / "semi.csv"
+    _semicolon_csv(csv)
+    argv = {"schema": ["schema", csv, "--out", tmp_path / "d.json"],
+            "collect": ["collect", csv, "--domain", made / "dom.json", "--epsilon", "2", "--out", tmp_path / "r.npz"]}
+    code, _, err = run(capsys, *argv[command], "--sep", sep)
+    assert code == 2, err
+    assert f"read with --sep {shown} is one column, named 'a;b;h' (the whole first line)" in err, err
+    assert "the delimiter looks like ';'" in err and "Give --sep ';'" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["semi.csv"]
+
+
+def test_a_tab_file_read_with_a_semicolon_suggests_sep_tab(tmp_path, capsys):
+    csv = tmp_path / "t.tsv"
+    csv.write_text("a\tb\n1\t2\n3\t4\n5\t6\n")
+    code, _, err = run(capsys, "schema", csv, "--sep", ";")
+    assert code == 2 and "the delimiter looks like '\\t'" in err and "Give --sep tab" in err, err
+
+
+def test_a_true_one_column_file_is_read_with_its_sep(tmp_path, capsys):
+    """A one-column file whose values hold a ';' in some rows only is no wrong --sep."""
+    csv = tmp_path / "one.csv"
+    csv.write_text("name\nx;y\nz\nz\n")
+    code, out, err = run(capsys, "schema", csv, "--sep", ",", "--out", tmp_path / "d.json")
+    assert code == 0, err
+    assert "x;y" in out
