@@ -1,6 +1,8 @@
 """Defects found by session 40's command-line tour of a new user (tests fail before the fixes)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,3 +136,95 @@ def test_a_true_one_column_file_is_read_with_its_sep(tmp_path, capsys):
     code, out, err = run(capsys, "schema", csv, "--sep", ",", "--out", tmp_path / "d.json")
     assert code == 0, err
     assert "x;y" in out
+
+
+# 3. a ';' / decimal-comma input gets its release in its own dialect -------------------------------
+def _european_csv(path, n=600):
+    rng = np.random.default_rng(4)
+    pd.DataFrame({"g": rng.choice(["p", "q"], n), "h": np.round(rng.normal(170, 10, n), 1)}).to_csv(
+        path, sep=";", decimal=",", index=False)
+
+
+@pytest.fixture(scope="module")
+def european(tmp_path_factory):
+    """A ';'-separated, decimal-comma CSV read with --sep ';' --decimal ,: its domain and model."""
+    from lopub.cli import main
+
+    d = tmp_path_factory.mktemp("european")
+    _european_csv(d / "eu.csv")
+    for argv in (["schema", d / "eu.csv", "--sep", ";", "--decimal", ",", "--out", d / "dom.json"],
+                 ["collect", d / "eu.csv", "--domain", d / "dom.json", "--epsilon", "8", "--seed", "0",
+                  "--out", d / "r.npz"],
+                 ["fit", d / "r.npz", "--out", d / "m.json"]):
+        assert main([str(x) for x in argv]) == 0
+    return d
+
+
+def test_schema_records_the_csv_dialect_it_read(european, tmp_path, capsys):
+    import json
+
+    assert json.loads((european / "dom.json").read_text())["csv"] == {"sep": ";", "decimal": ","}
+    assert json.loads((european / "m.json").read_text())["domain"]["csv"] == {"sep": ";", "decimal": ","}
+    # a plain ',' / '.' file records nothing (absent means ',' and '.')
+    plain = tmp_path / "p.csv"
+    _three_columns(plain, n=200)
+    assert run(capsys, "schema", plain, "--out", tmp_path / "p.json")[0] == 0
+    assert "csv" not in json.loads((tmp_path / "p.json").read_text())
+
+
+def test_a_release_is_written_in_the_input_dialect(european, tmp_path, capsys):
+    """synthesize wrote a ','-separated, decimal-point release of a ';' / decimal-comma input."""
+    out = tmp_path / "s.csv"
+    code, _, err = run(capsys, "synthesize", european / "m.json", "--n", "50", "--seed", "1", "--out", out)
+    assert code == 0, err
+    lines = out.read_text().splitlines()
+    assert lines[0] == "g;h"
+    heights = pd.read_csv(out, sep=";", decimal=",")["h"]
+    assert heights.dtype == float and heights.between(100, 250).all()
+    cells = [s.split(";")[1] for s in lines[1:]]
+    assert all(re.fullmatch(r"\d+,\d", c) for c in cells), cells  # decimal commas, to 0.1 as the input
+
+
+def test_synthesize_sep_and_decimal_override_the_recorded_dialect(european, tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    code, _, err = run(capsys, "synthesize", european / "m.json", "--n", "20", "--seed", "1", "--sep", ",",
+                       "--out", out)
+    assert code == 0, err
+    df = pd.read_csv(out)
+    assert list(df.columns) == ["g", "h"] and df["h"].dtype == float
+    code, _, err = run(capsys, "synthesize", european / "m.json", "--n", "20", "--sep", "tab", "--decimal", ",",
+                       "--out", tmp_path / "t.csv")
+    assert code == 0 and (tmp_path / "t.csv").read_text().splitlines()[0] == "g\th", err
+    code, _, err = run(capsys, "synthesize", european / "m.json", "--sep", ",", "--decimal", ",",
+                       "--out", tmp_path / "bad.csv")
+    assert code == 2 and "--decimal (',') is the release's delimiter (',', --sep)" in err, err
+    assert not (tmp_path / "bad.csv").exists()
+
+
+def test_an_older_domain_without_the_field_still_gives_a_comma_release(european, tmp_path, capsys):
+    import json
+
+    old = json.loads((european / "dom.json").read_text())
+    del old["csv"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    for argv in (["collect", european / "eu.csv", "--domain", tmp_path / "old.json", "--epsilon", "8", "--seed",
+                  "0", "--out", tmp_path / "r.npz"], ["fit", tmp_path / "r.npz", "--out", tmp_path / "m.json"],
+                 ["synthesize", tmp_path / "m.json", "--n", "20", "--out", tmp_path / "s.csv"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 0, err
+    assert pd.read_csv(tmp_path / "s.csv")["h"].dtype == float
+
+
+@pytest.mark.parametrize("bad, words", [({"sep": ";;"}, "csv sep (';;') must be one character"),
+                                        ({"decimal": ";"}, "csv decimal (';') must be '.' or ','"),
+                                        ({"sep": ",", "decimal": ","}, "csv sep and decimal (',') must differ"),
+                                        ({"delimiter": ";"}, "\"csv\" must be")])
+def test_a_malformed_csv_field_is_a_domain_error(european, bad, words):
+    import json
+
+    from lopub.data.domain import Domain
+    from lopub.errors import DomainError
+
+    obj = json.loads((european / "dom.json").read_text()) | {"csv": bad}
+    with pytest.raises(DomainError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        Domain.from_dict(obj)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["MAX_COLUMNS", "NPZ_READERS", "add_missing", "dataset_from_file", "load_bloom_reports", "read_csv",
-           "refuse_npz"]
+           "refuse_npz", "with_csv_dialect"]
 
 
 def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | None = None,
@@ -86,7 +86,26 @@ def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | No
         warn_header_as_record(df, path, names)
     else:
         warn_record_header(df, path)
-    return _read_numbers(df, path, decimal or ("," if sep == ";" else "."), na)
+    return _read_numbers(df, path, decimal or _decimal_for(sep), na)
+
+
+def _decimal_for(sep: str) -> str:
+    """The decimal mark assumed for delimiter ``sep``: ``,`` in a ``;`` file, else ``.``."""
+    return "," if sep == ";" else "."
+
+
+def with_csv_dialect(domain: Any, path: str, sep: str | None, decimal: str | None) -> Any:
+    """``domain`` recording the delimiter and decimal mark :func:`read_csv` read ``path`` with
+    (:mod:`lopub.data.dialect`), unless they are ``,`` and ``.`` or it is a Parquet file."""
+    import dataclasses
+
+    from lopub.data.dialect import DEFAULT_DIALECT, CsvDialect
+
+    if Path(path).suffix.lower() in (".parquet", ".pq"):
+        return domain
+    used = sep or detect_sep(path)
+    dialect = CsvDialect(used, decimal or _decimal_for(used))
+    return domain if dialect == DEFAULT_DIALECT else dataclasses.replace(domain, csv=dialect)
 
 
 #: most columns a data file may have: each is an attribute of the domain, and a domain is

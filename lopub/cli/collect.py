@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lopub.reports import privacy
 from lopub.cli._commands import add_command
+from lopub.cli._inputs import with_csv_dialect
 from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, emit,
                                read_csv, seed_arg)
 
@@ -89,7 +90,7 @@ def cmd_schema(a: argparse.Namespace) -> None:
         warning("missing values ignored when inferring categories (" + ", ".join(
             f"{c}: {round(s * len(df)):,}" for c, s in dropped.items()) + "); the rows holding them "
             "must be dropped when collecting (lopub collect --missing drop)")
-    obj = report.domain.to_dict()
+    obj = with_csv_dialect(report.domain, a.csv, a.sep, a.decimal).to_dict()  # a release is written so
     if report.privacy_note:
         obj["privacy"] = report.privacy_note
     if a.out:
