@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn
 from lopub.errors import BudgetError
 from lopub.io import output_lock, unverified_reads
 from lopub.limits import memory_limit
-from lopub.cli._outputs import check_output_path, guard_outputs, input_paths
+from lopub.cli._outputs import check_output_path, check_suffix, guard_outputs, input_paths, output_kind
 from lopub.cli._inputs import (MAX_COLUMNS, NPZ_READERS, add_missing, dataset_from_file,  # noqa: F401 (re-exported)
                                 load_bloom_reports, read_csv, refuse_npz)
 
@@ -243,8 +243,8 @@ def _all_outputs(a: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def check_outputs(a: argparse.Namespace) -> None:
-    """Before any work: every output is a writable path, none is (or is inside) an input, and
-    none is a link, device or pipe unless ``--force``."""
+    """Before any work: every output is a writable path, is not (or is not inside) an input, is
+    no link, device or pipe unless ``--force``, and is named for what it holds."""
     for path, option in _outputs(a):
         check_output_path(path, option)
     outputs = _all_outputs(a)
@@ -252,6 +252,10 @@ def check_outputs(a: argparse.Namespace) -> None:
         inputs = input_paths(vars(a), set(OUTPUT_OPTIONS))
         guard_outputs(outputs, inputs, force=getattr(a, "force", False),
                       folders=a.command in FOLDER_OUT)
+    for attr, option in OUTPUT_OPTIONS.items():  # an existing folder: a dataset to grow, or refused
+        kind = output_kind(a.command, attr, getattr(a, "format", None))
+        if kind is not None and getattr(a, attr, None) and not os.path.isdir(getattr(a, attr)):
+            check_suffix(getattr(a, attr), option, kind)
 
 
 def _call(a: argparse.Namespace) -> Exception | None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = ["MAX_COLUMNS", "NPZ_READERS", "add_missing", "dataset_from_file", "load_bloom_reports", "read_csv",
-           "refuse_npz"]
+           "refuse_npz", "with_csv_dialect"]
 
 
 def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | None = None,
@@ -80,12 +80,32 @@ def read_csv(path: str, na_values: Sequence[str] | None = None, *, sep: str | No
     except pd.errors.ParserError as exc:
         raise ValueError(f"CSV file {path!r} cannot be read with the delimiter {sep!r}: "
                          f"{' '.join(str(exc).split())}{_sep_hint(path, used, given)}") from None
+    _refuse_one_column(path, given, df, headerless)
     df = _text_missing(df, na | {""}, strip=True)
     if headerless:
         warn_header_as_record(df, path, names)
     else:
         warn_record_header(df, path)
-    return _read_numbers(df, path, decimal or ("," if sep == ";" else "."), na)
+    return _read_numbers(df, path, decimal or _decimal_for(sep), na)
+
+
+def _decimal_for(sep: str) -> str:
+    """The decimal mark assumed for delimiter ``sep``: ``,`` in a ``;`` file, else ``.``."""
+    return "," if sep == ";" else "."
+
+
+def with_csv_dialect(domain: Any, path: str, sep: str | None, decimal: str | None) -> Any:
+    """``domain`` recording the delimiter and decimal mark :func:`read_csv` read ``path`` with
+    (:mod:`lopub.data.dialect`), unless they are ``,`` and ``.`` or it is a Parquet file."""
+    import dataclasses
+
+    from lopub.data.dialect import DEFAULT_DIALECT, CsvDialect
+
+    if Path(path).suffix.lower() in (".parquet", ".pq"):
+        return domain
+    used = sep or detect_sep(path)
+    dialect = CsvDialect(used, decimal or _decimal_for(used))
+    return domain if dialect == DEFAULT_DIALECT else dataclasses.replace(domain, csv=dialect)
 
 
 #: most columns a data file may have: each is an attribute of the domain, and a domain is
@@ -176,6 +196,30 @@ def detect_sep(path: str) -> str:
         if len(widths) == 1 and min(widths) > width:
             best, width = sep, min(widths)
     return best
+
+
+def _refuse_one_column(path: str, given: str | None, df: pd.DataFrame, headerless: bool) -> None:
+    """A ``--sep`` that read the file as one column, its name the whole header line, while the
+    lines split evenly at one of :data:`SEPARATORS`: an error naming what was read and that one
+    (pandas read it quietly, and the schema saw one identifier-like or huge column)."""
+    if given is None or df.shape[1] != 1:
+        return
+    try:
+        rows = {s: _sample_rows(path, s) for s in SEPARATORS if s != given}
+    except OSError:  # pragma: no cover
+        return
+    widths = {s: {len(row) for row in r} for s, r in rows.items() if r}
+    even = {s: min(w) for s, w in widths.items() if len(w) == 1 and min(w) > 1}
+    if not even:
+        return
+    likely = max(even, key=lambda s: even[s])
+    option = "tab" if likely == "\t" else repr(likely)
+    first = (f"its first row {str(df.iloc[0, 0])!r}" if headerless and len(df) else
+             f"named {str(df.columns[0])!r}")
+    raise ValueError(f"CSV file {path!r} read with --sep {given!r} is one column, {first} (the "
+                     f"whole first line); the delimiter looks like "
+                     f"{likely!r}: its lines split evenly into {even[likely]} columns there. Give "
+                     f"--sep {option} (or leave --sep out: it is detected among , ; tab |)")
 
 
 def _sep_hint(path: str, sep: str, given: str | None) -> str:

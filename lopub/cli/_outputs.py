@@ -12,6 +12,13 @@ Inputs are sacred (:func:`guard_outputs`, called by every command before any
 work): an output that is one of the command's inputs (by inode) or lies
 inside an input folder is refused, and an output that is a symbolic link,
 device, pipe or socket is replaced only with ``--force``.
+
+An output named like another format (:func:`check_suffix`, with the table
+:data:`OUTPUT_SUFFIXES`, called before any work): ``--out r.csv`` of a command
+writing a NumPy archive, JSON into ``m.csv``, HTML into ``rep.pdf`` is refused,
+naming the option, the path, its suffix and the suffixes expected.  A name
+without suffix, or with one no well-known format uses (``run.v2``), is written
+as given.
 """
 from __future__ import annotations
 
@@ -21,13 +28,99 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
-__all__ = ["staged_outputs", "check_output_path", "guard_outputs", "input_paths"]
+__all__ = ["staged_outputs", "check_output_path", "check_suffix", "guard_outputs", "input_paths",
+           "OUTPUT_SUFFIXES", "Suffixes"]
 
 STAGE_SUFFIX = ".stage"
 #: argument names of the commands' positional inputs (the others are named as --options)
 POSITIONAL = {"csv", "reports", "model", "source", "inputs", "data", "files"}
+
+
+#: well-known file suffixes -> the kind of file they name; an output of another kind under one of
+#: them is refused (a suffix not listed here is the user's own name and accepted)
+KNOWN_SUFFIXES = {
+    ".csv": "CSV", ".tsv": "tab-separated text", ".txt": "text", ".json": "JSON", ".gz": "gzip",
+    ".html": "HTML", ".htm": "HTML", ".pdf": "PDF", ".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG",
+    ".svg": "SVG", ".parquet": "Parquet", ".pq": "Parquet", ".npz": "NumPy archive",
+    ".npy": "NumPy array", ".pkl": "pickle", ".pickle": "pickle", ".uai": "UAI", ".xlsx": "Excel",
+    ".xls": "Excel", ".md": "Markdown", ".zip": "zip", ".xml": "XML", ".yaml": "YAML", ".yml": "YAML",
+    ".sqlite": "SQLite", ".db": "database", ".tar": "tar", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd",
+}
+
+
+class Suffixes(NamedTuple):
+    """What an output option writes: the ``suffixes`` its readers expect, in words (``what``).
+
+    ``closed``: any other suffix is refused (the writer picks its format by the suffix);
+    ``bare``: a name without suffix is accepted (written as given, or a folder).
+    """
+
+    suffixes: tuple[str, ...]
+    what: str
+    closed: bool = False
+    bare: bool = True
+
+
+_PLAN = Suffixes((".json",), "lopub serve-plan writes a plan or spec JSON")
+#: (command, argument[, --format]) -> what that output holds; checked by ``check_outputs`` before
+#: any work.  ``--plot`` is checked against matplotlib's formats (``lopub.cli.graph.check_plot``).
+OUTPUT_SUFFIXES: dict[tuple[str, ...], Suffixes] = {
+    ("schema", "out"): Suffixes((".json",), "lopub schema writes a domain JSON"),
+    ("encode", "out"): Suffixes((".parquet", ".pq"), "lopub encode writes Bloom reports: a Parquet "
+                                "file, or a dataset folder"),
+    ("collect", "out"): Suffixes((".npz", ".parquet", ".pq"), "lopub collect writes reports: a NumPy "
+                                 ".npz archive (marginal sampling, one attribute per user, frequency "
+                                 "oracles) or a Parquet file (Bloom)"),
+    ("fit", "out"): Suffixes((".json", ".json.gz"), "lopub fit writes a model JSON (gzip for .gz)"),
+    ("graph", "out_json"): Suffixes((".json",), "lopub graph --out-json writes JSON"),
+    ("synthesize", "out"): Suffixes((".csv", ".parquet", ".pq"), "a release is written as CSV or "
+                                    "Parquet by suffix", closed=True, bare=False),
+    ("report", "out"): Suffixes((".html", ".htm"), "lopub report writes one HTML page"),
+    ("export", "out", "uai"): Suffixes((".uai",), "--format uai writes a UAI MARKOV text file"),
+    ("export", "out", "pgmpy"): Suffixes((".pkl", ".pickle"), "--format pgmpy writes a pickled pgmpy "
+                                         "model"),
+    ("serve-plan", "out"): _PLAN,
+}
+
+
+def _suffix_of(name: str) -> str:
+    """The suffix of ``name`` as a user reads it: ``.csv``, ``.json.gz`` (two for a compressed file)."""
+    parts = Path(name).suffixes
+    if len(parts) >= 2 and parts[-1].lower() in (".gz", ".bz2", ".xz", ".zst"):
+        return "".join(parts[-2:])
+    return parts[-1] if parts else ""
+
+
+def check_suffix(path: str | os.PathLike, option: str, kind: Suffixes) -> None:
+    """Refuse, before any work, an output whose suffix names another format than ``kind``'s.
+
+    An expected suffix (case-insensitive, ``.json.gz`` included) passes; a
+    well-known other one (:data:`KNOWN_SUFFIXES`) is refused; a name without
+    suffix passes when ``kind.bare``, an unknown suffix unless ``kind.closed``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``option``, the path, its suffix and the expected suffixes.
+    """
+    name = Path(os.fspath(path).rstrip("/" + os.sep)).name
+    if name.lower().endswith(tuple(s.lower() for s in kind.suffixes)):
+        return
+    suffix = _suffix_of(name)
+    last = Path(name).suffix.lower()
+    if not suffix and kind.bare or suffix and last not in KNOWN_SUFFIXES and not kind.closed:
+        return
+    known = f" ({KNOWN_SUFFIXES[last]})" if last in KNOWN_SUFFIXES else ""
+    bare = " (or a name without suffix)" if kind.bare else ""
+    raise ValueError(f"{option} ({os.fspath(path)!r}) has the suffix {suffix or '(none)'!r}{known}; "
+                     f"{kind.what}: expected one of {list(kind.suffixes)}{bare}")
+
+
+def output_kind(command: str, attr: str, fmt: object = None) -> Suffixes | None:
+    """What output argument ``attr`` of ``command`` holds (``fmt``: its ``--format``), if declared."""
+    return OUTPUT_SUFFIXES.get((command, attr, str(fmt))) or OUTPUT_SUFFIXES.get((command, attr))
 
 
 def check_output_path(path: str | os.PathLike, option: str) -> Path:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lopub.reports import privacy
 from lopub.cli._commands import add_command
+from lopub.cli._inputs import with_csv_dialect
 from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, emit,
                                read_csv, seed_arg)
 
@@ -89,7 +90,7 @@ def cmd_schema(a: argparse.Namespace) -> None:
         warning("missing values ignored when inferring categories (" + ", ".join(
             f"{c}: {round(s * len(df)):,}" for c, s in dropped.items()) + "); the rows holding them "
             "must be dropped when collecting (lopub collect --missing drop)")
-    obj = report.domain.to_dict()
+    obj = with_csv_dialect(report.domain, a.csv, a.sep, a.decimal).to_dict()  # a release is written so
     if report.privacy_note:
         obj["privacy"] = report.privacy_note
     if a.out:
@@ -345,7 +346,7 @@ def _register_schema(sub: Any) -> None:
                     "category of their own.  A schema inferred from the raw data reveals it: the file says so "
                     "(\"provenance\": \"inferred from private data\").")
     s.add_argument("csv")
-    s.add_argument("--out", help="write the domain JSON here")
+    s.add_argument("--out", help="write the domain JSON here (.json; another format's suffix (.csv, .pdf, ...) is refused)")
     s.add_argument("--bins", type=int, help="bins of a binned numeric column (default from the rows N: "
                    "clip(floor(sqrt(N)) // 4, 2, 8))")
     s.add_argument("--edges", action="append", metavar="COL=E0,E1,...", help="explicit bin edges for a column (repeatable)")
@@ -372,7 +373,7 @@ def _register_encode(sub: Any) -> None:
     e = add_command(sub, "encode", description="Encode every record of a CSV into a randomized Bloom report (what each client would send) and write a reports file, or a reports dataset folder (Parquet parts + manifest) that --append grows batch by batch.")
     e.add_argument("csv")
     e.add_argument("--domain", help="domain JSON (the public schema); with --append to an existing dataset, default: the dataset's")
-    e.add_argument("--out", required=True, help="reports file (.parquet; lopub-reports v1) or dataset folder (a name without suffix, or ending in /; created, or grown with --append)")
+    e.add_argument("--out", required=True, help="reports file (.parquet; lopub-reports v1) or dataset folder (a name without suffix, or ending in /; created, or grown with --append); another format's suffix (.csv, .pdf, ...) is refused")
     e.add_argument("--append", action="store_true", help="add this batch as a new part of the dataset folder --out (created if missing); the spec must equal the dataset's, and when no spec option is given the dataset's is used")
     e.add_argument("--seed", type=seed_arg, help="seed of a reproducible simulation (whoever knows it can redo the randomization: not for a release to publish); omitted = OS entropy")
     e.add_argument("--json", action="store_true")

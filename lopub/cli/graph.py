@@ -18,6 +18,7 @@ from lopub.pipeline.steps import STRUCTURES, default_clique_budget, dependency, 
 from lopub.progress import note
 from lopub.cli._commands import add_command
 from lopub.cli._common import add_verbosity, emit, load_bloom_reports, progress, refuse_npz
+from lopub.cli._outputs import Suffixes, check_suffix
 
 __all__ = ["source_kind"]
 FIT_DEFAULTS = FitOptions()  # every default of lopub fit / graph, from one place
@@ -38,11 +39,9 @@ def check_plot(path: str | os.PathLike) -> None:
     came from matplotlib after the whole fit, naming no option)."""
     from matplotlib.figure import Figure
 
-    suffix = Path(path).suffix.lower()
-    kinds = Figure().canvas.get_supported_filetypes()
-    if suffix and suffix[1:] not in kinds:
-        raise ValueError(f"--plot ({os.fspath(path)!r}) has the suffix {Path(path).suffix!r}, which is not a picture "
-                         f"format; expected one of {['.' + k for k in sorted(kinds)]} (e.g. graph.png)")
+    kinds = sorted(Figure().canvas.get_supported_filetypes())
+    check_suffix(path, "--plot", Suffixes(tuple("." + k for k in kinds), "a picture is written in "
+                                          "the format of its suffix (PNG without one)", closed=True))
 
 
 def _plots(dg, tree, path: str | os.PathLike) -> list[str]:
@@ -171,7 +170,7 @@ def _register_graph(sub: argparse._SubParsersAction) -> None:
     g = add_command(sub, "graph", description="Show the MI matrix, threshold decisions, dependency graph and junction tree; --plot draws them. The source is recognized by content: a Parquet file is a reports file, JSON (optionally gzip) a model. Edges dropped for the clique budget are marked (text, JSON, dashed red in the picture) and listed in a note on stderr.")
     g.add_argument("source", help="model file or reports file")
     g.add_argument("--plot", help="graph picture path (PNG); MI heatmap written as <name>_mi.png")
-    g.add_argument("--out-json", help="write the graph/junction-tree JSON here")
+    g.add_argument("--out-json", help="write the graph/junction-tree JSON here (.json; another format's suffix (.csv, .pdf, ...) is refused)")
     g.add_argument("--phi", type=float, help=f"dependency degree in (0, 1]; reports file: default {FIT_DEFAULTS.phi}; model: re-threshold the stored MI at this phi (the junction tree stays the model's)")
     g.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help="for a reports file")
     g.add_argument("--structure", choices=STRUCTURES, default=FIT_DEFAULTS.structure,

@@ -319,7 +319,8 @@ def _register_collect(subparsers: Any) -> None:
                    "{attribute: {label: probability}} for *-lip: public knowledge, not the data")
     c.add_argument("--out", required=True, help="reports file to write: .npz for marginal sampling, one "
                    "attribute per user and frequency oracles, .parquet for Bloom reports (when auto "
-                   "picks Bloom, an .npz name is written as .parquet beside it, with a warning)")
+                   "picks Bloom, an .npz name is written as .parquet beside it, with a warning); another "
+                   "format's suffix (.csv, .json, ...) is refused before collecting")
     c.add_argument("--seed", type=seed_arg, help="seed of a reproducible simulation (whoever knows it can redo the randomization: not for a release to publish); omitted = OS entropy")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     add_na_values(c)

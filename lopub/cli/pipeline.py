@@ -27,7 +27,7 @@ from lopub.pipeline.options import FitOptions
 from lopub.progress import warning
 from lopub.cli._commands import add_command
 from lopub.cli._common import (add_na_values, add_verbosity, csv_options, default, emit, progress, read_csv, seed_arg,
-                      split_list)
+                      sep_arg, split_list)
 from lopub.cli._outputs import check_output_path, staged_outputs
 from lopub.cli._scale import add_scale_options, check_work_memory, reports_for, scale_options
 from lopub.cli.graph import (DEFAULT_METHOD, FIT_DEFAULTS, QUIET_HELP, _note_dropped, _plots, check_plot,  # noqa: F401 (source_kind re-exported)
@@ -188,31 +188,34 @@ def _warn_verdict(obj) -> None:
         warning(w, command="fit")
 
 
-#: suffixes ``lopub synthesize --out`` writes (CSV; Parquet for .parquet and .pq)
-RELEASE_SUFFIXES = (".csv", ".parquet", ".pq")
-
-
-def _check_release_suffix(path: str) -> None:
-    """Refuse, before any work, an ``--out`` whose suffix is no release format (it would be CSV)."""
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in RELEASE_SUFFIXES:
-        raise ValueError(f"--out ({path!r}) has the suffix {suffix or '(none)'!r}; a release is written as "
-                         f"CSV or Parquet by suffix: expected one of {list(RELEASE_SUFFIXES)}")
-
-
 def cmd_synthesize(a: argparse.Namespace) -> None:
     from lopub.model.graphical import Model, condition_labels
     from lopub.publish.synthesize import dates_as_written, synthesize, write_release
 
-    _check_release_suffix(a.out)
+    csv = os.path.splitext(a.out)[1].lower() == ".csv"
+    if not csv and (a.sep or a.decimal):
+        warning("--sep and --decimal apply to a CSV release: ignored for Parquet", command="synthesize")
     model = Model.load(a.model)
+    sep, decimal = _release_dialect(a, model.domain) if csv else (None, None)
     where = condition_labels(model.domain, _parse_where(a.where))  # age=37: the bin's label
     df = synthesize(model, a.n, labels=a.labels, rng=a.seed, where=where or None)
-    csv = os.path.splitext(a.out)[1].lower() == ".csv"
-    write_release(dates_as_written(df, model.domain) if csv else df, a.out)
+    write_release(dates_as_written(df, model.domain) if csv else df, a.out, sep=sep, decimal=decimal)
     cond = f" with {', '.join(f'{k}={v}' for k, v in where.items())}" if where else ""
     emit({"records": len(df), "out": a.out, **({"condition": where} if where else {})}, a.json,
          f"{len(df)} synthetic records{cond} written to {a.out}")
+
+
+def _release_dialect(a: argparse.Namespace, domain) -> tuple[str, str]:
+    """``sep`` and ``decimal`` of a CSV release: ``--sep``/``--decimal``, else the input's as the
+    domain recorded it; refused before sampling when the two are the same character."""
+    from lopub.publish.synthesize import release_dialect
+
+    sep, decimal = release_dialect(domain, a.sep, a.decimal)
+    if sep == decimal:
+        whose = "--sep" if a.sep else "the input's, recorded in the domain"
+        raise ValueError(f"--decimal ({decimal!r}) is the release's delimiter ({sep!r}, {whose}); give "
+                         f"another --sep or --decimal")
+    return sep, decimal
 
 
 def _parse_where(items: list[str] | None) -> dict[str, str]:
@@ -312,7 +315,7 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
                    help=f"release pgm: most iterations of the model fit (default {DEFAULT_MAX_ITER:,}); raise it "
                         "when fit reports the model fit did not converge")
     add_scale_options(f)
-    f.add_argument("--out", required=True, help="model file (.json, or .json.gz)")
+    f.add_argument("--out", required=True, help="model file (.json, or .json.gz; another format's suffix (.csv, .pdf, ...) is refused)")
     f.add_argument("--plot", help="also draw the graph here (PNG; MI heatmap beside it)")
     add_verbosity(f, quiet_help=QUIET_HELP)
     f.add_argument("--json", action="store_true")
@@ -336,6 +339,12 @@ def _register_synthesize(sub: argparse._SubParsersAction) -> None:
                         "tree: every record has it, the rest drawn from P(. | conditions); a model's "
                         "relaxed regions then update the records, see docs/guide/conditional.md)")
     s.add_argument("--out", required=True, help="output .csv or .parquet (.pq); any other suffix is refused")
+    s.add_argument("--sep", type=sep_arg, metavar="CHAR",
+                   help="delimiter of a CSV release (',', ';', 'tab', '|', ...; default: the input's, as "
+                        "lopub schema recorded it in the domain, else ',')")
+    s.add_argument("--decimal", choices=(".", ","),
+                   help="decimal mark of a CSV release's numbers (default: the input's, as recorded in "
+                        "the domain; with --sep given, ',' for ';', else '.')")
     s.add_argument("--json", action="store_true")
     add_verbosity(s)
     s.set_defaults(func=cmd_synthesize)

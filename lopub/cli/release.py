@@ -62,7 +62,7 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--real", help="real data, CSV or Parquet (the report then must not be published)")
     r.add_argument("--title", help="page title")
     add_na_values(r, "--real; a release --synthetic has its header row")
-    r.add_argument("--out", required=True, help="output HTML file")
+    r.add_argument("--out", required=True, help="output HTML file (.html or .htm; another format's suffix (.csv, .pdf, ...) is refused)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     add_verbosity(r)
     r.set_defaults(func=cmd_report)
@@ -79,7 +79,8 @@ def _register_export(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--format", required=True, choices=FORMATS, help="uai or pgmpy")
     e.add_argument("--kind", default=None, choices=("markov", "junction"),
                    help="pgmpy object: Markov network or junction tree (default markov)")
-    e.add_argument("--out", required=True, help="output file")
+    e.add_argument("--out", required=True, help="output file: .uai for --format uai, .pkl or "
+                   ".pickle for pgmpy (the other's suffix, or .json, .csv, ..., is refused)")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     add_verbosity(e)
     e.set_defaults(func=cmd_export)

@@ -169,7 +169,7 @@ def _register_plan(sub: Any) -> None:
     p.add_argument("--epsilon", required=True, type=float, help="privacy budget per user")
     p.add_argument("--protocol", default="auto", choices=["auto", "marginals", "one-attribute", "bloom"])
     p.add_argument("--key", help="assignment key (stable subsets from user ids) / Bloom hash key")
-    p.add_argument("--out", required=True, help="plan or spec JSON to write")
+    p.add_argument("--out", required=True, help="plan or spec JSON to write (.json; another format's suffix (.csv, .pdf, ...) is refused)")
     add_verbosity(p)
     p.set_defaults(func=cmd_plan)
 

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lopub.data.dialect import CsvDialect, dialect_from_dict
 from lopub.errors import DomainError
 from lopub.formats import DOMAIN_FORMAT, DOMAIN_VERSION  # noqa: F401  (re-exported)
 from lopub.formats._io import dump_json, load_json
@@ -282,10 +283,15 @@ class Domain:
         knowledge: a data dictionary, declared bounds) or :data:`INFERRED`
         (computed from the raw records, which they then reveal); free text
         is kept as written.  Not part of equality.
+    csv : CsvDialect, optional
+        The delimiter and decimal mark of the CSV it was inferred from
+        (:mod:`lopub.data.dialect`; None: ``,`` and ``.``); a CSV release is
+        written so.  Not part of equality.
     """
 
     attributes: tuple[Attribute, ...]
     provenance: str | None = field(default=None, compare=False)
+    csv: CsvDialect | None = field(default=None, compare=False)
     _index: Mapping[str, int] = field(init=False, repr=False, compare=False)
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)  # attrs, computed once
     _sizes: tuple[int, ...] = field(init=False, repr=False, compare=False)  # sizes, computed once
@@ -296,6 +302,8 @@ class Domain:
             raise DomainError("a domain needs at least one attribute")
         if not all(isinstance(a, Attribute) for a in attrs):
             raise TypeError("attributes must be Attribute objects")
+        if self.csv is not None and not isinstance(self.csv, CsvDialect):
+            raise TypeError(f"csv must be a CsvDialect or None, got {type(self.csv).__name__}")
         names = [a.name for a in attrs]
         if len(set(names)) != len(names):
             dup = sorted({n for n in names if names.count(n) > 1})
@@ -365,7 +373,7 @@ class Domain:
 
     def project(self, names: Sequence[str]) -> "Domain":
         """Sub-domain over ``names`` in the given order."""
-        return Domain(tuple(self.attributes[i] for i in self.indices(names)), self.provenance)
+        return Domain(tuple(self.attributes[i] for i in self.indices(names)), self.provenance, self.csv)
 
     # JSON -------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -433,6 +441,8 @@ def domain_to_dict(domain: Domain) -> dict:
     out = {"format": DOMAIN_FORMAT, "version": DOMAIN_VERSION, "attributes": attrs}
     if domain.provenance is not None:
         out["provenance"] = domain.provenance
+    if domain.csv is not None:
+        out["csv"] = domain.csv.to_dict()
     return out
 
 
@@ -460,7 +470,7 @@ def domain_from_dict(obj: Any) -> Domain:
         raise DomainError(f"domain JSON: \"provenance\" must be a string, got {prov!r:.40}")
     if "privacy" in obj and not isinstance(obj["privacy"], str):  # the note lopub schema writes
         raise DomainError(f"domain JSON: \"privacy\" must be a string (a note), got {obj['privacy']!r:.40}")
-    return Domain(tuple(_attribute(i, a) for i, a in enumerate(attrs)), prov)
+    return Domain(tuple(_attribute(i, a) for i, a in enumerate(attrs)), prov, dialect_from_dict(obj.get("csv")))
 
 
 def _attribute(i: int, a: Any) -> Attribute:

@@ -196,4 +196,4 @@ def declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
             if len(set(cats)) == len(cats) and set(a.categories) <= set(cats) | set(extra):
                 a = Attribute(a.name, cats + extra, None, a.kind, a.missing, a.timezone, a.decimals, a.date_format)
         attrs.append(a)
-    return Domain(tuple(attrs), domain.provenance)
+    return Domain(tuple(attrs), domain.provenance, domain.csv)

@@ -47,6 +47,7 @@ import pandas as pd
 
 from lopub._util import check_int, resolve_rng
 from lopub.data.dataset import Dataset
+from lopub.data.dialect import DEFAULT_DIALECT, CsvDialect
 from lopub.data.domain import Domain
 from lopub.data.marginal import ZeroProbabilityError
 from lopub.data.values import to_values
@@ -271,13 +272,18 @@ def synthesize(model: Model, n: int | None = None, *, labels: bool = False,
     return to_values(data.codes, model.domain.attributes, labels=labels, rng=gen)
 
 
-def write_release(df: pd.DataFrame, path: str | os.PathLike, domain: Domain | None = None) -> None:
+def write_release(df: pd.DataFrame, path: str | os.PathLike, domain: Domain | None = None, *,
+                  sep: str | None = None, decimal: str | None = None) -> None:
     """Write a release atomically: Parquet for ``.parquet``/``.pq``, CSV otherwise.
 
     Missing values are empty CSV cells (Parquet nulls); numbers, integers and
     dates are written as such, so ``pandas.read_csv`` reads them back with
     the input's dtypes.  With the ``domain``, a CSV writes the dates of an
-    attribute with a ``date_format`` in it (``%m/%d/%Y``: as the input).
+    attribute with a ``date_format`` in it (``%m/%d/%Y``: as the input), in
+    the domain's CSV dialect (``domain.csv``: the input's delimiter and
+    decimal mark, :mod:`lopub.data.dialect`).  ``sep`` / ``decimal``: the
+    CSV's delimiter and decimal mark instead (default: the domain's, else
+    ``,`` and ``.``).
 
     Labels are written exactly as they are.  In a CSV, a label with a comma,
     a quote or a line break is quoted, so that ``lopub`` (and any CSV reader)
@@ -292,8 +298,20 @@ def write_release(df: pd.DataFrame, path: str | os.PathLike, domain: Domain | No
     if suffix in (".parquet", ".pq"):
         atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
     else:
+        dialect = CsvDialect(*release_dialect(domain, sep, decimal))  # checked before writing
         df = dates_as_written(df, domain) if domain is not None else df
-        atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
+        atomic_write(path, lambda tmp: df.to_csv(tmp, index=False, sep=dialect.sep, decimal=dialect.decimal))
+
+
+def release_dialect(domain: Domain | None, sep: str | None = None, decimal: str | None = None
+                    ) -> tuple[str, str]:
+    """The delimiter and decimal mark of a CSV release: ``sep``/``decimal`` when given, else the
+    ``domain``'s recorded dialect, else ``,`` and ``.``; a ``sep`` given alone gets the mark a
+    reader assumes for it (``,`` for ``;``, else ``.``), as ``lopub`` reads a CSV."""
+    recorded = getattr(domain, "csv", None) or DEFAULT_DIALECT
+    if sep is None:
+        return recorded.sep, decimal or recorded.decimal
+    return sep, decimal or ("," if sep == ";" else ".")
 
 
 def dates_as_written(df: pd.DataFrame, domain: Domain) -> pd.DataFrame:

@@ -151,7 +151,7 @@ def test_memory_sizes_beyond_2_to_the_63_bytes_are_usage_errors(files, tmp_path,
 def test_disk_full_names_the_output(files, tmp_path, capsys, monkeypatch):
     import lopub.cli.pipeline as cli_pipeline
 
-    def full(df, path):
+    def full(df, path, **dialect):  # write_release(df, path, sep=..., decimal=...) for a CSV
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr("lopub.publish.synthesize.write_release", full)
