@@ -25,174 +25,21 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-import numpy as np
-
+from lopub.data.binning import Binning
 from lopub.data.dialect import CsvDialect, dialect_from_dict
+from lopub.data.kinds import KINDS, check_date_format, check_decimals, check_timezone  # noqa: F401  (re-exported)
 from lopub.errors import DomainError
 from lopub.formats import DOMAIN_FORMAT, DOMAIN_VERSION  # noqa: F401  (re-exported)
 from lopub.formats._io import dump_json, load_json
-
-
-@dataclass(frozen=True)
-class Binning:
-    """Bins of a numeric attribute: intervals ``edges[i] <= x < edges[i+1]`` and point masses.
-
-    ``points`` are values that get a bin of their own (a column that is 0 for
-    92 % of its rows keeps 0 apart from the other values); a value equal to a
-    point falls in the point's bin, whatever interval holds it.  Bins are
-    ordered by their lower end, a point before the interval that starts at it.
-    """
-
-    edges: tuple[float, ...]
-    points: tuple[float, ...] = ()
-
-    def __post_init__(self) -> None:
-        edges = tuple(float(e) for e in self.edges)
-        if len(edges) < 2:
-            raise DomainError(f"binning edges ({list(edges)}) need at least 2 values")
-        if not all(np.isfinite(edges)) or any(b <= a for a, b in zip(edges, edges[1:])):
-            raise DomainError(f"binning edges ({list(edges)}) must be finite and strictly increasing")
-        points = tuple(float(p) for p in self.points)
-        if not all(np.isfinite(points)) or any(b <= a for a, b in zip(points, points[1:])):
-            raise DomainError(f"binning points ({list(points)}) must be finite and strictly increasing")
-        object.__setattr__(self, "edges", edges)
-        object.__setattr__(self, "points", points)
-
-    @property
-    def n_bins(self) -> int:
-        """Number of bins: intervals plus points."""
-        return len(self.edges) - 1 + len(self.points)
-
-    def _order(self) -> np.ndarray:
-        """Category position of each bin, bins numbered intervals first, then points."""
-        keys = [(a, 1, i) for i, a in enumerate(self.edges[:-1])]
-        keys += [(p, 0, len(self.edges) - 1 + i) for i, p in enumerate(self.points)]
-        pos = np.empty(len(keys), dtype=np.int64)
-        pos[[k[2] for k in sorted(keys)]] = np.arange(len(keys))
-        return pos
-
-    def bounds(self) -> list[tuple[float, float, bool]]:
-        """``(low, high, closed_high)`` of every bin in category order; a point is ``(p, p, True)``."""
-        last = len(self.edges) - 2
-        raw = [(a, b, i == last) for i, (a, b) in enumerate(zip(self.edges, self.edges[1:]))]
-        raw += [(p, p, True) for p in self.points]
-        out: list = [None] * len(raw)
-        for i, pos in enumerate(self._order()):
-            out[pos] = raw[i]
-        return out
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        """Labels ``[a, b)`` per interval (last one closed; ``(a`` when ``a`` is a point), ``p`` per point."""
-        pts = set(self.points)
-        out = []
-        for a, b, closed in self.bounds():
-            if a == b:
-                out.append(_fmt(a))
-                continue
-            close = "]" if closed and b not in pts else ")"
-            out.append(f"{'(' if a in pts else '['}{_fmt(a)}, {_fmt(b)}{close}")
-        return tuple(out)
-
-    def codes(self, values: np.ndarray, name: str) -> np.ndarray:
-        """Bin numeric ``values`` (1-D float array) into codes; error outside every bin."""
-        x = np.asarray(values, dtype=float)
-        e = np.asarray(self.edges)
-        code = np.clip(np.searchsorted(e, x, side="right") - 1, 0, len(e) - 2).astype(np.int64)
-        bad = ~np.isfinite(x) | (x < e[0]) | (x > e[-1])
-        if self.points:
-            p = np.asarray(self.points)
-            at = np.clip(np.searchsorted(p, x), 0, p.size - 1)
-            hit = p[at] == x
-            code = np.where(hit, len(e) - 1 + at, code)
-            bad &= ~hit
-        if bad.any():
-            v = x[np.argmax(bad)]
-            pts = f" or the points {[_fmt(q) for q in self.points]}" if self.points else ""
-            raise DomainError(
-                f"attribute {name!r}: value {v} is outside the binning edges "
-                f"[{_fmt(e[0])}, {_fmt(e[-1])}]{pts} ({int(bad.sum())} value(s) out of range)"
-            )
-        return self._order()[code] if self.points else code
-
-    @staticmethod
-    def quantile(values: Sequence[float] | np.ndarray, bins: int) -> "Binning":
-        """Quantile edges computed once from ``values`` (duplicates merged)."""
-        x = np.asarray(values, dtype=float)
-        x = x[np.isfinite(x)]
-        if x.size == 0:
-            raise DomainError("cannot compute quantile bins from an empty column")
-        if bins < 1:
-            raise DomainError(f"bins ({bins}) must be >= 1")
-        edges = np.unique(np.quantile(x, np.linspace(0, 1, bins + 1)))
-        if edges.size < 2:
-            edges = np.array([edges[0], edges[0] + 1.0])
-        return Binning(tuple(edges))
 
 
 #: provenance of a schema written from public knowledge (data dictionary, declared bounds)
 PUBLIC = "public"
 #: provenance of a schema inferred from the raw records: its categories and bins reveal them
 INFERRED = "inferred from private data"
-
-
-def _fmt(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
-
-
-#: column types a schema records (the release gives each column back in its type)
-KINDS = ("number", "integer", "boolean", "date", "datetime", "text")
-#: a fixed UTC offset as a domain records it (``+01:00``, ``-05:30``)
-UTC_OFFSET = re.compile(r"^[+-](?:[01]\d|2[0-3]):[0-5]\d$")
-
-
-def check_timezone(name: str, zone: object, kind: str | None) -> None:
-    """Refuse a ``timezone`` that is not a string naming a zone (IANA name, ``UTC``, ``+HH:MM``)
-    or that is given to an attribute of another kind than ``datetime``."""
-    if not isinstance(zone, str):
-        raise DomainError(f"attribute {name!r}: timezone ({zone!r}) must be a string such as "
-                          f"'Europe/Paris', 'UTC' or '+01:00'")
-    if kind != "datetime":
-        raise DomainError(f"attribute {name!r}: a timezone ({zone!r}) needs kind 'datetime', not {kind!r}")
-    if zone == "UTC" or UTC_OFFSET.match(zone):
-        return
-    import zoneinfo
-
-    try:
-        zoneinfo.ZoneInfo(zone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
-        raise DomainError(f"attribute {name!r}: timezone ({zone!r}) is not a time zone; expected an "
-                          f"IANA name such as 'Europe/Paris', 'UTC' or a UTC offset such as '+01:00'") from None
-
-
-def check_decimals(name: str, decimals: object, kind: str | None) -> None:
-    """Refuse ``decimals`` that is not an integer in [0, 15] or that is given to an attribute of
-    another kind than ``number``."""
-    if type(decimals) is not int or not 0 <= decimals <= 15:
-        raise DomainError(f"attribute {name!r}: decimals ({decimals!r}) must be an integer in [0, 15]")
-    if kind != "number":
-        raise DomainError(f"attribute {name!r}: decimals ({decimals!r}) need kind 'number', not {kind!r}")
-
-
-def check_date_format(name: str, fmt: object, kind: str | None) -> None:
-    """Refuse a ``date_format`` that is not a ``strftime`` format writing day, month and year
-    (read back as the same date) or that is given to an attribute of another kind than ``date``."""
-    import datetime
-
-    day = datetime.date(2024, 1, 31)
-    try:
-        ok = isinstance(fmt, str) and datetime.datetime.strptime(day.strftime(fmt), fmt).date() == day
-    except ValueError:
-        ok = False
-    if not ok:
-        raise DomainError(f"attribute {name!r}: date_format ({fmt!r}) must be a strftime format of day, "
-                          f"month and year such as '%m/%d/%Y'")
-    if kind != "date":
-        raise DomainError(f"attribute {name!r}: a date_format ({fmt!r}) needs kind 'date', not {kind!r}")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lopub.data.domain import Binning, _fmt
+from lopub.data.binning import Binning, _fmt
 
 #: a value holding at least this share of the rows (and 1/bins) is a point mass
 POINT_SHARE = 0.05
