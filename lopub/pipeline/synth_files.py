@@ -1,4 +1,4 @@
-"""Reading a synthesizer file: :meth:`lopub.pipeline.synthesizer.Synthesizer.load`.
+"""Writing and reading a synthesizer file: :meth:`lopub.pipeline.synthesizer.Synthesizer.save` and ``load``.
 
 The functions take the synthesizer class as their first argument, so this module never imports
 :mod:`lopub.pipeline.synthesizer` (which imports it)."""
@@ -64,10 +64,27 @@ def _from_fit(cls: Any, model: Model, fit: dict, path: str | os.PathLike) -> Any
     self.model_, self.domain_ = model, model.domain
     self.dtypes_ = {}
     self.fit_report_ = SynthesizerReport(info, FitReport(**fit), dict(fit.get("seconds") or {}))
-    self.model_.meta["synthesizer"] = self._meta()
+    self.model_.meta["synthesizer"] = file_meta(self)
     return self
 
 
 _HOW_TO_SAMPLE = ("sample it with: from lopub.model.graphical import Model; "
                   "from lopub.publish.synthesize import synthesize; "
                   "synthesize(Model.load({path!r}), n, rng=seed) (or `lopub synthesize {path} --n N`)")
+
+
+def file_meta(synth: Any) -> dict[str, Any]:
+    """The synthesizer's part of a model file's meta (``meta["synthesizer"]``): format, parameters,
+    collection report, column dtypes and seconds (:meth:`Synthesizer.save
+    <lopub.pipeline.synthesizer.Synthesizer.save>`)."""
+    params = synth.get_params()
+    params["domain"] = None if params["domain"] is None else "model"  # the model file holds it
+    for name in ("rng", "random_state"):
+        if not (params[name] is None or isinstance(params[name], int)):
+            params[name] = None
+    if params["random_state"] is None:  # as files were written before random_state
+        del params["random_state"]
+    return {"format": FORMAT, "version": VERSION, "params": params,
+            "collection": synth.fit_report_.collection.to_dict(),
+            "dtypes": getattr(synth, "dtypes_", {}),
+            "seconds": dict(synth.fit_report_.seconds)}

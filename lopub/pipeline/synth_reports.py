@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lopub.collect.reports import MarginalReports
+from lopub.data.domain import Domain
 from lopub.model.fit_result import FitReport
 from lopub.model.verdict import Verdict
 
@@ -100,3 +102,20 @@ class SynthesizerReport:
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection.to_dict(), "fit": self.fit.to_dict(),
                 "seconds": dict(self.seconds), "graph_size": self.graph_size, "warnings": self.warnings}
+
+
+def protocol_of(reports: Any) -> str:
+    """ "marginals", "one-attribute" (a plan of single attributes) or "bloom"."""
+    if isinstance(reports, MarginalReports):
+        return "one-attribute" if all(len(s) == 1 for s in reports.plan.subsets) else "marginals"
+    if getattr(reports, "spec", None) is None or not hasattr(reports, "n"):
+        raise TypeError(f"reports ({type(reports).__name__}) must be Bloom Reports, a ReportsDataset "
+                        "or MarginalReports")
+    return "bloom"
+
+
+def reports_budget(reports: Any) -> tuple[float, Domain]:
+    """Per-record epsilon and domain of the reports."""
+    if isinstance(reports, MarginalReports):
+        return float(reports.plan.epsilon), reports.plan.domain
+    return float(reports.spec.epsilon), reports.spec.domain

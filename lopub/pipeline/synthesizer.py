@@ -46,8 +46,8 @@ from lopub.pipeline.options import FitOptions
 from lopub.pipeline.steps import fit as fit_pipeline
 from lopub.publish.synthesize import synthesize
 from lopub.pipeline import synth_dtypes as _dtypes, synth_files as _files
-from lopub.pipeline.synth_reports import (FORMAT, PROTOCOLS, VERSION, CollectionReport,
-                                          NotFittedError, SynthesizerReport)
+from lopub.pipeline.synth_reports import (PROTOCOLS, CollectionReport, NotFittedError, SynthesizerReport, protocol_of,
+                                          reports_budget)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lopub.dependency.graph import DependencyGraph
@@ -267,8 +267,8 @@ class Synthesizer:
         """
         self._check_params()
         t0 = time.perf_counter()
-        protocol = _protocol_of(reports)
-        eps, domain = _reports_budget(reports)
+        protocol = protocol_of(reports)
+        eps, domain = reports_budget(reports)
         if self.domain is not None and self.domain != domain:
             raise DomainError(f"domain (attributes {list(self.domain.attrs)}) differs from the reports' "
                               f"domain (attributes {list(domain.attrs)})")
@@ -382,17 +382,7 @@ class Synthesizer:
 
     # files ------------------------------------------------------------------
     def _meta(self) -> dict[str, Any]:
-        params = self.get_params()
-        params["domain"] = None if params["domain"] is None else "model"  # the model file holds it
-        for name in ("rng", "random_state"):
-            if not (params[name] is None or isinstance(params[name], int)):
-                params[name] = None
-        if params["random_state"] is None:  # as files were written before random_state
-            del params["random_state"]
-        return {"format": FORMAT, "version": VERSION, "params": params,
-                "collection": self.fit_report_.collection.to_dict(),
-                "dtypes": getattr(self, "dtypes_", {}),
-                "seconds": dict(self.fit_report_.seconds)}
+        return _files.file_meta(self)  # format: lopub.pipeline.synth_files
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model file with the synthesizer's parameters in its meta (atomic; format in
@@ -424,25 +414,6 @@ class Synthesizer:
             synthesizer version.
         """
         return _files.load(cls, path)
-
-
-
-
-def _protocol_of(reports: Any) -> str:
-    """ "marginals", "one-attribute" (a plan of single attributes) or "bloom"."""
-    if isinstance(reports, MarginalReports):
-        return "one-attribute" if all(len(s) == 1 for s in reports.plan.subsets) else "marginals"
-    if getattr(reports, "spec", None) is None or not hasattr(reports, "n"):
-        raise TypeError(f"reports ({type(reports).__name__}) must be Bloom Reports, a ReportsDataset "
-                        "or MarginalReports")
-    return "bloom"
-
-
-def _reports_budget(reports: Any) -> tuple[float, Domain]:
-    """Per-record epsilon and domain of the reports."""
-    if isinstance(reports, MarginalReports):
-        return float(reports.plan.epsilon), reports.plan.domain
-    return float(reports.spec.epsilon), reports.spec.domain
 
 
 def _same_seed(a: Any, b: Any) -> bool:
