@@ -72,11 +72,11 @@ import pandas as pd
 
 from lopub._util import check_int
 from lopub.data._header import check_columns, warn_record_names
-from lopub.data._labels import (NA_TOKENS, _category_label, _natural_key, date_label, parse_numbers,
-                               respelled_numbers)
+from lopub.data._labels import NA_TOKENS, _category_label, _natural_key, parse_numbers
 from lopub.data.domain import INFERRED, PUBLIC, Attribute, Binning, Domain
-from lopub.data.schema_bins import auto_bins, auto_max_categories, equal_width, numeric_binning
-from lopub.data.schema_kinds import _date_format, _dotted_dates, _kind, _row_numbers, _slash_dates, decimals
+from lopub.data.schema_bins import _bin_labels, _check_cover, auto_bins, auto_max_categories, equal_width, numeric_binning
+from lopub.data.schema_kinds import (_canonical, _case_note, _date_format, _dotted_dates, _kind, _respelled_note,
+                                     _row_numbers, _slash_dates, _warn_almost_numeric, decimals)
 from lopub.data.schema_report import ColumnDecision, SchemaReport
 from lopub.errors import DomainError
 from lopub.limits import check_memory
@@ -330,31 +330,6 @@ def _column(name: str, raw: pd.Series, o: _Options, *, keep_id: bool,
     return attr, ColumnDecision(name, kind, "bins" if binning else "categories", cats, share, tuple(notes))
 
 
-def _case_note(cats: tuple[str, ...]) -> list[str]:
-    """A note naming the categories that differ only in case (``Yes``, ``yes``, ``YES``): they may
-    be one value (kept apart: only the data steward knows)."""
-    groups: dict[str, list[str]] = {}
-    for c in cats:  # loop over categories
-        groups.setdefault(c.casefold(), []).append(c)
-    same = [g for g in groups.values() if len(g) > 1]
-    if not same:
-        return []
-    shown = "; ".join(", ".join(repr(c) for c in g) for g in same[:5])
-    return [f"categories differing only in case may be one value ({shown}): kept apart; write them "
-            f"alike in the data to merge them"]
-
-
-def _canonical(labels: tuple[str, ...]) -> bool:
-    """Whether every label is the usual spelling of its number ("1", "2.5"; not "01", "1.0")."""
-    out = []
-    for lab in labels:  # loop over categories
-        try:
-            out.append(_category_label(float(lab)) == lab or repr(float(lab)) == lab)
-        except ValueError:
-            return False
-    return all(out)
-
-
 def _identifier(kind: str, present: pd.Series, values: np.ndarray | None) -> str | None:
     """Why a column is identifier-like, or None."""
     n = present.size
@@ -399,28 +374,6 @@ def _categories(name: str, kind: str, present: pd.Series, values: np.ndarray | N
     return None, tuple(labels), []
 
 
-def _bin_labels(b: Binning, kind: str, zone: str | None = None) -> tuple[str, ...]:
-    """Bin labels; of dates (and date-times) as days, or to the minute where days would repeat
-    (zoned date-times: the local dates and times in ``zone``)."""
-    if kind not in ("date", "datetime"):
-        return b.labels
-    for unit in ("D", "min"):
-        out = [date_label(lo, unit, zone) if lo == hi
-               else f"[{date_label(lo, unit, zone)}, {date_label(hi, unit, zone)}{']' if closed else ')'}"
-               for lo, hi, closed in b.bounds()]
-        if len(set(out)) == len(out):
-            return tuple(out)
-    return b.labels
-
-
-def _check_cover(b: Binning, values: np.ndarray, name: str) -> None:
-    """Public edges or bounds must put every value of the column in a bin."""
-    try:
-        b.codes(values, name)
-    except DomainError as exc:
-        raise DomainError(f"edges for column {name!r} leave data outside every bin: {exc}") from None
-
-
 def _missing_label(cats: tuple[str, ...]) -> str:
     label = MISSING_LABEL
     while label in cats:
@@ -439,31 +392,3 @@ def _missing_note(raw: pd.Series, missing: np.ndarray, o: _Options) -> str:
         raise DomainError(f"column {raw.name!r}: {int(missing.sum()):,} missing value(s){how}; "
                           f"missing='refuse' (--missing refuse) does not accept them")
     return f"{int(missing.sum()):,} missing{how}: {what}"
-
-
-def _respelled_note(present: pd.Series, na: frozenset) -> list[str]:
-    """A note when a text column's values (but the ``na`` markers) are all numbers written with
-    ',' thousands separators or a decimal comma (a CSV read without saying so)."""
-    text = present.astype(str).str.strip()
-    text = text[~text.isin(na)]
-    for decimal, how, read in ((".", "',' thousands separators (123,456)", "thousands=','"),
-                               (",", "a decimal comma (1,5)", "decimal=','")):
-        if respelled_numbers(text, decimal) is not None:
-            return [f"the values look like numbers written with {how}, not read as numbers; to read "
-                    f"them so: lopub --decimal {decimal!r} (pandas: read_csv(..., {read}))"]
-    return []
-
-
-def _warn_almost_numeric(col: pd.Series, name: str, max_categories: int) -> None:
-    """Warn when a few non-numbers keep a numeric column from being binned."""
-    if pd.api.types.is_numeric_dtype(col) or col.empty:
-        return
-    uniq = pd.Series(pd.unique(col.astype(str).str.strip()))
-    ok = np.isfinite(pd.to_numeric(uniq, errors="coerce").to_numpy(dtype=float))
-    others = sorted(uniq[~ok])
-    if ok.sum() > max_categories and len(others) <= 5:
-        warnings.warn(
-            f"column {name!r}: every value but {others} is a number, so the column stays "
-            f"categorical with {len(uniq)} labels; if these mark missing values, read them as "
-            f"missing (lopub: --na-values {','.join(others)}; pandas: na_values) to bin it",
-            UserWarning, stacklevel=4)

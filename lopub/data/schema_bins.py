@@ -18,7 +18,9 @@ from typing import Sequence
 
 import numpy as np
 
+from lopub.data._labels import date_label
 from lopub.data.binning import Binning, _fmt
+from lopub.errors import DomainError
 
 #: a value holding at least this share of the rows (and 1/bins) is a point mass
 POINT_SHARE = 0.05
@@ -136,3 +138,25 @@ def _drop_empty(grid: list[float], x: np.ndarray, points: np.ndarray) -> tuple[n
             pts.remove(edges[i + 1])
             del edges[i + 1]
     return np.asarray(edges), np.asarray(pts, dtype=float)
+
+
+def _bin_labels(b: Binning, kind: str, zone: str | None = None) -> tuple[str, ...]:
+    """Bin labels; of dates (and date-times) as days, or to the minute where days would repeat
+    (zoned date-times: the local dates and times in ``zone``)."""
+    if kind not in ("date", "datetime"):
+        return b.labels
+    for unit in ("D", "min"):
+        out = [date_label(lo, unit, zone) if lo == hi
+               else f"[{date_label(lo, unit, zone)}, {date_label(hi, unit, zone)}{']' if closed else ')'}"
+               for lo, hi, closed in b.bounds()]
+        if len(set(out)) == len(out):
+            return tuple(out)
+    return b.labels
+
+
+def _check_cover(b: Binning, values: np.ndarray, name: str) -> None:
+    """Public edges or bounds must put every value of the column in a bin."""
+    try:
+        b.codes(values, name)
+    except DomainError as exc:
+        raise DomainError(f"edges for column {name!r} leave data outside every bin: {exc}") from None

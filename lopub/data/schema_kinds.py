@@ -3,12 +3,13 @@ number, date, datetime (with its time zone) or text, its present values as float
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from lopub.data._labels import _numbers, date_kind, stamp_days, stamps_of, zone_name
+from lopub.data._labels import _category_label, _numbers, date_kind, respelled_numbers, stamp_days, stamps_of, zone_name
 from lopub.errors import DomainError
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(\s*(Z|[+-]\d{2}:?\d{2}))?)?$")
@@ -122,3 +123,56 @@ def _row_numbers(values: np.ndarray) -> bool:
     """Whether integers are distinct and fill a range of at most twice their count (row numbers)."""
     n = values.size
     return bool(n) and np.unique(values).size == n and values.max() - values.min() + 1 <= 2 * n
+
+
+def _case_note(cats: tuple[str, ...]) -> list[str]:
+    """A note naming the categories that differ only in case (``Yes``, ``yes``, ``YES``): they may
+    be one value (kept apart: only the data steward knows)."""
+    groups: dict[str, list[str]] = {}
+    for c in cats:  # loop over categories
+        groups.setdefault(c.casefold(), []).append(c)
+    same = [g for g in groups.values() if len(g) > 1]
+    if not same:
+        return []
+    shown = "; ".join(", ".join(repr(c) for c in g) for g in same[:5])
+    return [f"categories differing only in case may be one value ({shown}): kept apart; write them "
+            f"alike in the data to merge them"]
+
+
+def _canonical(labels: tuple[str, ...]) -> bool:
+    """Whether every label is the usual spelling of its number ("1", "2.5"; not "01", "1.0")."""
+    out = []
+    for lab in labels:  # loop over categories
+        try:
+            out.append(_category_label(float(lab)) == lab or repr(float(lab)) == lab)
+        except ValueError:
+            return False
+    return all(out)
+
+
+def _respelled_note(present: pd.Series, na: frozenset) -> list[str]:
+    """A note when a text column's values (but the ``na`` markers) are all numbers written with
+    ',' thousands separators or a decimal comma (a CSV read without saying so)."""
+    text = present.astype(str).str.strip()
+    text = text[~text.isin(na)]
+    for decimal, how, read in ((".", "',' thousands separators (123,456)", "thousands=','"),
+                               (",", "a decimal comma (1,5)", "decimal=','")):
+        if respelled_numbers(text, decimal) is not None:
+            return [f"the values look like numbers written with {how}, not read as numbers; to read "
+                    f"them so: lopub --decimal {decimal!r} (pandas: read_csv(..., {read}))"]
+    return []
+
+
+def _warn_almost_numeric(col: pd.Series, name: str, max_categories: int) -> None:
+    """Warn when a few non-numbers keep a numeric column from being binned."""
+    if pd.api.types.is_numeric_dtype(col) or col.empty:
+        return
+    uniq = pd.Series(pd.unique(col.astype(str).str.strip()))
+    ok = np.isfinite(pd.to_numeric(uniq, errors="coerce").to_numpy(dtype=float))
+    others = sorted(uniq[~ok])
+    if ok.sum() > max_categories and len(others) <= 5:
+        warnings.warn(
+            f"column {name!r}: every value but {others} is a number, so the column stays "
+            f"categorical with {len(uniq)} labels; if these mark missing values, read them as "
+            f"missing (lopub: --na-values {','.join(others)}; pandas: na_values) to bin it",
+            UserWarning, stacklevel=4)
