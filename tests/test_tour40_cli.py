@@ -228,3 +228,32 @@ def test_a_malformed_csv_field_is_a_domain_error(european, bad, words):
     obj = json.loads((european / "dom.json").read_text()) | {"csv": bad}
     with pytest.raises(DomainError, match=words.replace("(", r"\(").replace(")", r"\)")):
         Domain.from_dict(obj)
+
+
+def test_saturate_takes_a_tiny_raw_error_without_overflow():
+    """The cost model's soft minimum at a vanishing raw error (huge epsilon): ``raw ** -4`` overflowed
+    (OverflowError from `lopub encode --epsilon 2083`, the planner's Bloom cost; found by
+    tests/harden/test_properties.py); the same value as the formula wherever that is finite."""
+    import math
+
+    from lopub.collect.cost import saturate
+
+    for raw in (8e-78, 1e-300, 5e-324):
+        assert saturate(raw, 2) == raw
+    assert saturate(1e300, 3) == 1 - 1 / 3
+    for raw in (1e-3, 0.1, 0.5, 0.9, 4.0):
+        cap = 1 - 1 / 4
+        assert math.isclose(saturate(raw, 4), (raw ** -4 + cap ** -4) ** -0.25, rel_tol=1e-12)
+
+
+def test_encode_at_a_huge_epsilon_plans_without_overflow(tmp_path, capsys):
+    """`lopub encode --epsilon 2083` (Bloom reports, epsilon split over the hashes) ended in an
+    OverflowError traceback from the planner's cost model; it now writes the reports."""
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"a": rng.choice(list("xyz"), 300), "b": rng.choice(list("pq"), 300)}).to_csv(
+        tmp_path / "d.csv", index=False)
+    assert run(capsys, "schema", tmp_path / "d.csv", "--out", tmp_path / "dom.json")[0] == 0
+    code, _, err = run(capsys, "encode", tmp_path / "d.csv", "--domain", tmp_path / "dom.json",
+                       "--epsilon", "2083", "--out", tmp_path / "r.parquet")
+    assert code == 0, err
+    assert (tmp_path / "r.parquet").is_file()

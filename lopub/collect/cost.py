@@ -141,7 +141,8 @@ def saturate(raw: float, cells: int) -> float:
         return 0.0
     if math.isinf(raw):
         return cap
-    return float((raw ** -4 + cap ** -4) ** -0.25)
+    small, large = min(raw, cap), max(raw, cap)  # small (1 + (small / large)^4)^(-1/4): no overflow of raw^-4
+    return float(small * (1.0 + (small / large) ** 4) ** -0.25)
 
 
 def oracle_pq(name: str, eps: float, k: int) -> tuple[float, float]:
