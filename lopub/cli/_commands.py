@@ -16,9 +16,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan", "predicted release error of each protocol at a per-record budget; the choice"),
     "encode": ("collect", "simulate the clients: CSV -> randomized reports"),
     "privacy": ("collect", "epsilon for f, h, d — or f for a target epsilon"),
-    "inspect-reports": ("collect", "show N, parts, attributes, spec and epsilon of a reports file "
+    "inspect-reports": ("reports_files", "show N, parts, attributes, spec and epsilon of a reports file "
                                    "or dataset folder"),
-    "merge-reports": ("collect", "merge reports files and dataset folders into a new dataset folder"),
+    "merge-reports": ("reports_files", "merge reports files and dataset folders into a new dataset folder"),
     "demo": ("pipeline", "run lopub on the embedded census-like dataset"),
     "estimate": ("estimate", "estimate the joint distribution of some attributes from reports"),
     "fit": ("pipeline", "reports -> dependency graph, junction tree, clique joints (model file)"),
