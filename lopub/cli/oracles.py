@@ -20,6 +20,7 @@ from lopub.estimate.postprocess import POSTPROCESS as METHODS
 from lopub.errors import LIPBudgetError
 from lopub.progress import warning
 from lopub.cli._commands import add_command
+from lopub.cli._public import add_public
 from lopub.cli._outputs import check_output_path
 from lopub.cli.oracle_budgets import _check_budgets, _split
 from lopub.cli._common import (add_missing, add_na_values, add_verbosity, csv_options, dataset_from_file, default, emit,
@@ -103,7 +104,9 @@ def _warn_ignored(a: argparse.Namespace) -> None:
                ("--r", a.r is not None and not (sampled and a.solution == "smp")),
                ("--eps-1", a.eps_1 is not None and not (p.startswith("l-") or p == "allomfree")),
                ("--prior", a.prior is not None and p not in LIP),
-               ("--lgrr-variant", a.lgrr_variant is not None and p not in ("l-grr", "allomfree"))]
+               ("--lgrr-variant", a.lgrr_variant is not None and p not in ("l-grr", "allomfree")),
+               ("--public", getattr(a, "public", None) is not None and p not in PLANNED + ("bloom",)),
+               ("--dependence", getattr(a, "dependence", None) is not None and p not in PLANNED + ("bloom",))]
     for option, bad in ignored:
         if bad:
             warning(f"{option} is ignored with --protocol {p}", command="collect")
@@ -120,7 +123,10 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
         raise ValueError(f"--epsilon ({a.epsilon:g}) must be a finite number > 0")
     if a.protocol == "bloom" and _suffix(a.out) == ".npz":
         raise ValueError(f"--out {a.out!r}: Bloom reports are a Parquet file; name it .parquet")
-    reports, report = collect(data, a.epsilon, protocol=a.protocol, rng=a.seed)
+    from lopub.cli._public import planner_knowledge
+
+    knowledge = planner_knowledge(a, data.domain)
+    reports, report = collect(data, a.epsilon, protocol=a.protocol, rng=a.seed, **knowledge)
     if report.warning:
         warning(report.warning.removeprefix("WARNING: "), command="collect")
     chosen = report.recommended if a.protocol == "auto" else a.protocol
@@ -321,6 +327,7 @@ def _register_collect(subparsers: Any) -> None:
                    "attribute per user and frequency oracles, .parquet for Bloom reports (when auto "
                    "picks Bloom, an .npz name is written as .parquet beside it, with a warning); another "
                    "format's suffix (.csv, .json, ...) is refused before collecting")
+    add_public(c)
     c.add_argument("--seed", type=seed_arg, help="seed of a reproducible simulation (whoever knows it can redo the randomization: not for a release to publish); omitted = OS entropy")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     add_na_values(c)

@@ -7,6 +7,7 @@ import math
 
 from lopub.cli._commands import add_command
 from lopub.cli._common import add_verbosity
+from lopub.cli._public import add_public, planner_knowledge
 
 
 def cmd_plan(a: argparse.Namespace) -> None:
@@ -17,7 +18,8 @@ def cmd_plan(a: argparse.Namespace) -> None:
         raise ValueError(f"--epsilon ({a.epsilon:g}) must be a finite number > 0")
     if a.n < 1:
         raise ValueError(f"--n ({a.n}) must be an integer >= 1 (the number of users)")
-    report = plan(Domain.from_json(a.domain), a.n, a.epsilon)
+    domain = Domain.from_json(a.domain)
+    report = plan(domain, a.n, a.epsilon, **planner_knowledge(a, domain))
     print(json.dumps(report.to_dict(), indent=1, default=str) if a.json else report.to_text())
 
 
@@ -29,10 +31,13 @@ def _register_plan(sub: argparse._SubParsersAction) -> None:
         "recommend the best; print the privacy statement.  Checked at plan time with the given "
         "--n: every subset of a sampling plan gets at least its minimum of users (the plan is "
         "cut to fit, or the protocol refused with the reason); the `check:` lines say so.  "
-        "`lopub collect --protocol auto` collects with the recommendation."))
+        "`lopub collect --protocol auto` collects with the recommendation.  The predictions assume "
+        "uniform one-way tables and a mean pair dependence of 0.1 unless --public data (or --dependence) "
+        "says what the data are like."))
     p.add_argument("--domain", required=True, help="domain JSON (the public schema)")
     p.add_argument("--n", required=True, type=int, help="number of users")
     p.add_argument("--epsilon", required=True, type=float, help="privacy budget per user (per record)")
+    add_public(p)
     p.add_argument("--json", action="store_true", help="print the predictions as JSON")
     add_verbosity(p)
     p.set_defaults(func=cmd_plan)

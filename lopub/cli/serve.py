@@ -14,6 +14,7 @@ from typing import Any
 
 from ._commands import add_command
 from ._common import add_verbosity, emit
+from ._public import add_public
 
 
 def _options(a: argparse.Namespace) -> dict[str, Any]:
@@ -105,8 +106,11 @@ def cmd_plan(a: argparse.Namespace) -> None:
     from ..collect import bloom_spec, plan
     from .. import Domain
 
+    from ._public import planner_knowledge
+
     domain = Domain.from_json(a.domain)
-    report = plan(domain, a.n, a.epsilon, key=a.key)
+    knowledge = planner_knowledge(a, domain)
+    report = plan(domain, a.n, a.epsilon, key=a.key, **knowledge)
     choice = report.recommended if a.protocol == "auto" else a.protocol
     if choice == "bloom":
         obj = bloom_spec(domain, report, key=a.key)
@@ -117,7 +121,7 @@ def cmd_plan(a: argparse.Namespace) -> None:
     else:
         from ..collect import plan_marginals
 
-        obj = plan_marginals(domain, a.n, a.epsilon, key=a.key)  # one phase: a service serves one plan
+        obj = plan_marginals(domain, a.n, a.epsilon, key=a.key, **knowledge)  # one phase: a service serves one plan
     obj.to_json(a.out)
     print(f"{choice} -> {a.out}\n{report.privacy}")
 
@@ -170,6 +174,7 @@ def _register_plan(sub: Any) -> None:
     p.add_argument("--protocol", default="auto", choices=["auto", "marginals", "one-attribute", "bloom"])
     p.add_argument("--key", help="assignment key (stable subsets from user ids) / Bloom hash key")
     p.add_argument("--out", required=True, help="plan or spec JSON to write (.json; another format's suffix (.csv, .pdf, ...) is refused)")
+    add_public(p)
     add_verbosity(p)
     p.set_defaults(func=cmd_plan)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from lopub.collect.adaptive import DEFAULT_DEPENDENCE
 from lopub.collect.client import collect_records
 from lopub.collect.plan import MarginalPlan
 from lopub.collect.planner import PlanReport, plan
@@ -57,7 +58,7 @@ def _bloom_alternative(domain: Domain, report: PlanReport, key: str | None) -> A
 
 def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
             rng: np.random.Generator | int | None = None, key: str | None = None,
-            prior: Any = None) -> tuple[Any, PlanReport]:
+            prior: Any = None, dependence: float = DEFAULT_DEPENDENCE) -> tuple[Any, PlanReport]:
     """Simulate every record's report at per-record ``epsilon`` with the planned protocol.
 
     Parameters
@@ -72,7 +73,9 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     key : str, optional
         Assignment key of a marginal plan / Bloom hash key.
     prior : object with ``project(attrs)``, optional
-        Passed to the planner.
+        Passed to the planner: public tables (records or a model) to predict at.
+    dependence : float
+        Passed to the planner: the prior mean pair dependence where no ``prior`` is given.
 
     Returns
     -------
@@ -106,7 +109,7 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
                          + ("; a frequency oracle collects one-way marginals with "
                             "lopub.oracles (SPL, SMP, Allomfree, RRLIP, UELIP, LHLIP; or lopub collect --protocol "
                             f"{protocol.lower()})" if oracle else ""))
-    report = plan(dataset.domain, dataset.n, epsilon, prior=prior, key=key)
+    report = plan(dataset.domain, dataset.n, epsilon, prior=prior, key=key, dependence=dependence)
     choice = report.recommended if protocol == "auto" else protocol
     if choice == "bloom":
         from lopub.client.encode import encode

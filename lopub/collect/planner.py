@@ -305,6 +305,9 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
                 if o.protocol == "marginals" else o for o in options]
         notes.append(f"bloom: predicted lowest at uniform tables; a screen of {two.n_screen} users decides "
                      "between Bloom reports and marginal sampling for the other users")
+    if prior is not None and options:
+        notes.append("prior: the predictions are at the given prior's tables (public records or a model): its one-way tables "
+                     "and each pair's dependence; no screen (the prior says what a screen would measure)")
     if prior is None and options:  # what the predictions assume (module docstring, last paragraph)
         notes.append(f"predictions: at uniform one-way tables and a mean pair dependence of {dependence:g} "
                      "(TVD from independence; no prior given): on data whose pairs depend more, options that "
