@@ -24,7 +24,9 @@ paper), Sec. 4, Eq. 9-14; Erlingsson, Pihur, Korolova, "RAPPOR", CCS 2014.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -39,7 +41,8 @@ from lopub.oracles.base import (
     check_epsilon,
     check_values,
     complement_down,
-    logistic_tail,
+    noisier_until,
+    ratio_within,
     ue_output_matrix,
 )
 from lopub.oracles.oneshot import (
@@ -47,7 +50,9 @@ from lopub.oracles.oneshot import (
     _grr_on,
     aggregate_unary,
     grr_probabilities,
+    oue_probabilities,
     perturb_unary,
+    sue_probabilities,
 )
 
 LGRR_VARIANTS = ("paper", "exact")
@@ -92,6 +97,33 @@ def _grr_round(q: float, k: int) -> tuple[float, float]:
     float ``<= 1 - (k - 1) q`` and ``q = (1 - p) / (k - 1)`` (what ``_grr_on`` draws)."""
     p = complement_down((k - 1) * max(float(q), MIN_PROBABILITY))
     return p, (1.0 - p) / (k - 1)
+
+
+def grr_report_ratio(p1: float, p2: float, k: int) -> Fraction:
+    """The exact privacy ratio of one report of two chained GRR steps over ``k`` values
+    that keep with the float probabilities ``p1``, ``p2`` (else a uniform other value):
+    ``P(y = x | x) / P(y = x | x')``, with ``q_i = (1 - p_i) / (k - 1)``."""
+    p1_, p2_ = Fraction(p1), Fraction(p2)
+    q1_, q2_ = (1 - p1_) / (k - 1), (1 - p2_) / (k - 1)
+    same = p1_ * p2_ + (k - 1) * q1_ * q2_
+    return same / (q1_ * p2_ + p1_ * q2_ + (k - 2) * q1_ * q2_)
+
+
+@functools.lru_cache(maxsize=4096)  # exact checks, ~0.1 ms each; ALLOMFREE's choice asks often
+def lgrr_rounds(eps_inf: float, eps_1: float, k: int, variant: str) -> tuple[float, float, float, float]:
+    """``(p1, q1, p2, q2)`` of L-GRR: round 1 :func:`~lopub.oracles.oneshot.grr_probabilities`
+    at ``eps_inf``, round 2 the variant's (:func:`lgrr_paper_round2`,
+    :func:`lgrr_exact_round2`) with ``p2`` lowered by ulps until one report's exact
+    ratio (:func:`grr_report_ratio`) is ``<= e^eps_1``: the float rounding left the
+    exact variant above in about one case in thirteen (any ``k``), the paper's at
+    ``k = 2``, where it is exact, in a few (for ``k > 2`` it is below by design).  A
+    lower ``p2`` is a smaller keep probability, more noise."""
+    p1, q1 = grr_probabilities(eps_inf, k)
+    round2 = lgrr_paper_round2 if variant == "paper" else lgrr_exact_round2
+    p2, _ = round2(eps_inf, eps_1, k)
+    while p2 > 1.0 / k and not ratio_within(grr_report_ratio(p1, p2, k), eps_1):
+        p2 = float(np.nextafter(p2, 0.0))
+    return p1, q1, p2, (1.0 - p2) / (k - 1)
 
 
 def _check_budgets(eps_inf: float, eps_1: float) -> tuple[float, float]:
@@ -191,10 +223,7 @@ class LGRR(Longitudinal):
         object.__setattr__(self, "eps_inf", eps_inf)
         object.__setattr__(self, "eps_1", eps_1)
         object.__setattr__(self, "k", k)
-        p1, q1 = grr_probabilities(eps_inf, k)
-        round2 = lgrr_paper_round2 if self.variant == "paper" else lgrr_exact_round2
-        p2, q2 = round2(eps_inf, eps_1, k)
-        self._set_rounds(p1, q1, p2, q2)
+        self._set_rounds(*lgrr_rounds(eps_inf, eps_1, k, self.variant))
         self._check_representable()
 
     def permanent(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
@@ -302,6 +331,62 @@ class LongitudinalUE(Longitudinal):
         return ue_output_matrix(self.k, self.p, self.q, zero_own, zero_other)
 
 
+def ue_report_ratio(p1: float, q1: float, p2: float, q2: float) -> Fraction:
+    """The exact privacy ratio ``Ps (1 - Qs) / ((1 - Ps) Qs)`` of one report of a
+    two-round unary protocol (Eq. 14) with the float round probabilities, where
+    ``Ps = p1 p2 + q2 (1 - p1)`` and ``Qs = p2 q1 + q2 (1 - q1)``."""
+    p1_, q1_, p2_, q2_ = (Fraction(x) for x in (p1, q1, p2, q2))
+    ps, qs = p1_ * p2_ + q2_ * (1 - p1_), p2_ * q1_ + q2_ * (1 - q1_)
+    return ps * (1 - qs) / ((1 - ps) * qs)
+
+
+def _round2_within(p1: float, q1: float, q2: float, eps_1: float,
+                   p2: float | None = None) -> tuple[float, float]:
+    """Round 2 ``(p2, q2)`` with ``q2`` raised by ulps until one report's exact ratio
+    (:func:`ue_report_ratio`) is ``<= e^eps_1``; ``p2`` fixed, or (``None``, symmetric
+    round 2) the largest float ``<= 1 - q2``.  Every step adds noise: a larger
+    ``q2`` moves ``Ps`` and ``Qs`` together toward ``1/2``."""
+    def p2_of(x: float) -> float:
+        return complement_down(x) if p2 is None else p2
+
+    q2 = noisier_until(max(float(q2), MIN_PROBABILITY),
+                       lambda x: ratio_within(ue_report_ratio(p1, q1, p2_of(x), x), eps_1))
+    return p2_of(q2), q2
+
+
+@functools.lru_cache(maxsize=4096)  # exact checks, ~0.1 ms each
+def lsue_rounds(eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
+    """``(p1, q1, p2, q2)`` of L-SUE: round 1 SUE at ``eps_inf``
+    (:func:`~lopub.oracles.oneshot.sue_probabilities`, its exact ratio ``<= e^eps_inf``),
+    round 2 symmetric with ``q2 = 1 - p2 = (B' - A') / ((1 + B')(1 - A'))``,
+    ``A' = e^-(eps_inf/2)``, ``B' = e^-(eps_1/2)``, raised by ulps until one
+    report's exact ratio is ``<= e^eps_1`` (the float rounding left it above
+    in about one case in six)."""
+    p1, q1 = sue_probabilities(eps_inf)
+    den = (1 + np.exp(-eps_1 / 2)) * -np.expm1(-eps_inf / 2)
+    return (p1, q1) + _round2_within(p1, q1, _exp_gap(eps_1 / 2, eps_inf / 2) / den, eps_1)
+
+
+@functools.lru_cache(maxsize=4096)
+def losue_rounds(eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
+    """``(p1, q1, p2, q2)`` of L-OSUE: round 1 OUE at ``eps_inf``
+    (:func:`~lopub.oracles.oneshot.oue_probabilities`), round 2 symmetric with
+    ``p2 = (ab - 1) / (ab + a - b - 1)`` (divided through by ``ab``), ``q2``
+    raised by ulps until one report's exact ratio is ``<= e^eps_1``."""
+    p1, q1 = oue_probabilities(eps_inf)
+    both, gap = -np.expm1(-(eps_inf + eps_1)), _exp_gap(eps_1, eps_inf)
+    return (p1, q1) + _round2_within(p1, q1, gap / (both + gap), eps_1)
+
+
+@functools.lru_cache(maxsize=4096)
+def loue_rounds(eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
+    """``(p1, q1, p2, q2)`` of L-OUE: OUE at ``eps_inf``, then ``p2 = 1/2`` and ``q2``
+    (:func:`loue_q2`) raised by ulps until one report's exact ratio is ``<= e^eps_1``
+    (the ratio falls as ``q2`` grows toward ``1/2``)."""
+    p1, q1 = oue_probabilities(eps_inf)
+    return (p1, q1) + _round2_within(p1, q1, loue_q2(eps_inf, eps_1), eps_1, p2=0.5)
+
+
 @dataclass(frozen=True)
 class LSUE(LongitudinalUE):
     """L-SUE (basic RAPPOR): SUE at ``eps_inf``, then symmetric round 2.
@@ -314,11 +399,7 @@ class LSUE(LongitudinalUE):
     name: ClassVar[str] = "l-sue"
 
     def _rounds(self, eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
-        q1 = logistic_tail(eps_inf / 2)
-        # q2 = 1 - p2 = (B' - A') / ((1 + B')(1 - A')), A' = e^-(eps_inf/2), B' = e^-(eps_1/2)
-        den = (1 + np.exp(-eps_1 / 2)) * -np.expm1(-eps_inf / 2)
-        q2 = max(_exp_gap(eps_1 / 2, eps_inf / 2) / den, MIN_PROBABILITY)
-        return complement_down(q1), q1, complement_down(q2), q2
+        return lsue_rounds(eps_inf, eps_1)
 
 
 @dataclass(frozen=True)
@@ -333,10 +414,7 @@ class LOSUE(LongitudinalUE):
     name: ClassVar[str] = "l-osue"
 
     def _rounds(self, eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
-        # p2 = (ab - 1) / (ab + a - b - 1), divided through by ab
-        both, gap = -np.expm1(-(eps_inf + eps_1)), _exp_gap(eps_1, eps_inf)
-        q2 = max(gap / (both + gap), MIN_PROBABILITY)
-        return 0.5, logistic_tail(eps_inf), complement_down(q2), q2
+        return losue_rounds(eps_inf, eps_1)
 
 
 def loue_q2(eps_inf: float, eps_1: float) -> float:
@@ -389,7 +467,7 @@ class LOUE(LongitudinalUE):
             raise ValueError(
                 f"eps_1 ({eps_1:.6g}) must be < ln((2 e^eps_inf + 1)/3) = {limit:.6g} "
                 f"for L-OUE at eps_inf ({eps_inf:.6g}); use L-OSUE or a larger eps_inf")
-        return 0.5, logistic_tail(eps_inf), 0.5, max(loue_q2(eps_inf, eps_1), MIN_PROBABILITY)
+        return loue_rounds(eps_inf, eps_1)
 
 
 LONGITUDINAL = {cls.name: cls for cls in (LGRR, LSUE, LOSUE, LOUE)}
