@@ -190,3 +190,65 @@ def test_lgrr_chained_ratio_is_the_enumerated_channel():
     prod = [[sum(m[i][t] * n[t][j] for t in range(3)) for j in range(3)] for i in range(3)]
     worst = max(prod[x][y] / prod[z][y] for x in range(3) for y in range(3) for z in range(3))
     assert worst == _chained_grr_ratio(3, o.p1, o.p2)
+
+
+def _lip_extremes_enumerated(prior, p, q):
+    """min and max over inputs x and all 2^k reports y of P(y) / P(y | x), with Fractions;
+    the float prior is taken as the exact rationals it holds, normalized by their exact sum."""
+    k = len(prior)
+    pi = [Fraction(float(x)) for x in prior]
+    total = sum(pi)
+    p, q = Fraction(p), Fraction(q)
+    ratios = []
+    for y in itertools.product((0, 1), repeat=k):
+        cond = [math.prod((p if j == x else q) if b else 1 - (p if j == x else q)
+                          for j, b in enumerate(y)) for x in range(k)]
+        lam = sum(w * c for w, c in zip(pi, cond)) / total
+        ratios += [lam / c for c in cond]
+    return min(ratios), max(ratios)
+
+
+def _lip_ok(low, high, eps):
+    return _within_exp(high, eps) and _within_exp(1 / low, eps)
+
+
+def test_ue_lip_keeps_epsilon_exactly_on_every_enumerated_report():
+    """UE-LIP's q = (1 - Pmin)/(e^eps - 2 Pmin + 1) (Thm. 4) makes the largest P(y)/P(y | x),
+    (Pmin + (1 - Pmin)(1 - q)/q), exactly e^eps: the float q, rounded either way, left it
+    above e^eps for about half of the (prior, eps) here.  Every report of k <= 5 bits is
+    enumerated with Fractions; both sides of [e^-eps, e^eps] must hold."""
+    rng = np.random.default_rng(40)
+    cases = [(rng.dirichlet(np.ones(k)), float(eps)) for k in (2, 3, 4, 5)
+             for eps in np.linspace(0.05, 6, 15)]
+
+    def ok(prior, eps):
+        mech = O.UELIP(prior, eps)
+        assert mech.p == 0.5
+        return _lip_ok(*_lip_extremes_enumerated(mech.prior, mech.p, mech.q), eps)
+
+    assert [eps for prior, eps in cases if not ok(prior, eps)] == []
+
+
+def test_ue_lip_keeps_epsilon_exactly_for_larger_domains():
+    """k = 60, where the 2^k reports cannot be listed: the extremes are y_x = 0 with every
+    other bit 1 (largest P(y)/P(y | x)) and y_x = 1 with every other bit 0 (smallest), at the
+    smallest prior mass (the enumerated test above confirms the form for k <= 5)."""
+    rng = np.random.default_rng(41)
+    bad = []
+    for eps in np.linspace(0.05, 6, 40):
+        mech = O.UELIP(rng.dirichlet(np.ones(60)), float(eps))
+        pi = [Fraction(float(x)) for x in mech.prior]
+        total, pmin, r = sum(pi), min(pi), _ue_ratio(mech.p, mech.q)
+        high, low = (pmin + (total - pmin) * r) / total, (pmin + (total - pmin) / r) / total
+        if not _lip_ok(low, high, float(eps)):
+            bad.append(float(eps))
+    assert bad == []
+
+
+def test_ue_lip_extremes_formula_is_the_enumerated_one():
+    from lopub.oracles.lip_encoded import ue_lip_bounds
+
+    rng = np.random.default_rng(42)
+    for k in (2, 3, 4):
+        mech = O.UELIP(rng.dirichlet(np.ones(k)), 1.3)
+        assert ue_lip_bounds(mech.prior, mech.q) == _lip_extremes_enumerated(mech.prior, mech.p, mech.q)
