@@ -252,3 +252,43 @@ def test_ue_lip_extremes_formula_is_the_enumerated_one():
     for k in (2, 3, 4):
         mech = O.UELIP(rng.dirichlet(np.ones(k)), 1.3)
         assert ue_lip_bounds(mech.prior, mech.q) == _lip_extremes_enumerated(mech.prior, mech.p, mech.q)
+
+
+def _offset_counts(k: int) -> list[int]:
+    """How many uniforms j / 2^53 the memoized L-GRR maps to each offset int(u (k - 1)): the
+    first j of every offset by bisection (the float product is monotone in j)."""
+    def first(m):
+        lo, hi = 0, GRID
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if int((mid / GRID) * (k - 1)) >= m else (mid + 1, hi)
+        return lo
+
+    starts = [first(m) for m in range(k - 1)] + [GRID]
+    return [b - a for a, b in zip(starts, starts[1:])]
+
+
+@pytest.mark.parametrize("k", [2, 3, 7, 10, 1000])
+def test_memoized_lgrr_permanent_round_keeps_eps_inf_with_its_offsets(k):
+    """A DeviceClient's L-GRR round 1 keeps when u[0] < t1 and else reports offset int(u[1] (k - 1)):
+    unless k - 1 is a power of two some offset gets one grid point fewer than 2^53 / (k - 1),
+    so P(x | x') of that value is below (1 - t1)/(k - 1) and P(x | x) / P(x | x') was above
+    e^eps_inf (by ~1e-14 relative at k = 1000, 2e-16 at k = 10, eps 3).  Realized keep
+    probability by bisection, realized offset masses counted exactly."""
+    from lopub.oracles.memo import permanent_from_uniforms
+
+    counts = _offset_counts(k)
+    assert sum(counts) == GRID and len(counts) == k - 1
+    exact = (k - 1) & (k - 2) == 0  # k - 1 a power of two: every offset 2^53 / (k - 1)
+    assert min(counts) >= GRID // (k - 1) - (0 if exact else 1)  # the bound the threshold uses
+    for eps in (0.5, 1.0, 3.0, 5.0):
+        lgrr = O.LGRR(eps, eps / 2, k)
+        rest = np.full(k + 1, 0.5)
+        lo, hi = 0, GRID  # first grid point not kept
+        while lo < hi:
+            mid = (lo + hi) // 2
+            kept = permanent_from_uniforms(lgrr, 0, np.r_[mid / GRID, rest[1:]]) == 0
+            lo, hi = (mid + 1, hi) if kept else (lo, mid)
+        keep = Fraction(lo, GRID)
+        assert keep <= Fraction(lgrr.p1)
+        assert _within_exp(keep * GRID / ((1 - keep) * min(counts)), eps), (k, eps)
