@@ -21,7 +21,7 @@ import itertools
 import numbers
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
@@ -62,6 +62,27 @@ def ratio_within(ratio: Fraction, eps: float) -> bool:
     with decimal.localcontext() as ctx:
         ctx.prec = 60
         return ctx.ln(ratio.numerator) - ctx.ln(ratio.denominator) <= Decimal(float(eps))
+
+
+def ue_ratio(p: float, q: float) -> Fraction:
+    """The exact privacy ratio ``p (1 - q) / ((1 - p) q)`` of a unary encoding whose
+    own bit is 1 with the float probability ``p`` and every other bit with ``q``
+    (``0 < q < p < 1``): the largest ``P(y | x) / P(y | x')`` over reports ``y``
+    (bit ``x`` set, bit ``x'`` clear); the smallest is its reciprocal."""
+    p_, q_ = Fraction(p), Fraction(q)
+    return p_ * (1 - q_) / ((1 - p_) * q_)
+
+
+def noisier_until(q: float, within: Callable[[float], bool]) -> float:
+    """``q`` raised by ulps (toward ``1/2``, more noise) until ``within(q)``.
+
+    For the probability ``q < 1/2`` of a noise bit: a float ``q`` rounded from
+    its formula can leave the exact ratio a few ulps above ``e^eps``; each step
+    lowers it, and ``q = 1/2`` (no information) always satisfies the bound.
+    """
+    while not within(q):
+        q = float(np.nextafter(q, 1.0))
+    return q
 
 
 def complement_down(x: float) -> float:

@@ -19,8 +19,9 @@ import numpy as np
 
 from lopub._util import check_int, resolve_rng
 from lopub.client.randomize import uniform_threshold
-from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_frequencies,
-                                check_values, ratio_within, support_variance)
+from lopub.oracles.base import (MAX_ENUM_K, MIN_PROBABILITY, UE_CHUNK_CELLS, check_counts,
+                                check_frequencies, check_values, noisier_until, ratio_within,
+                                support_variance, ue_ratio)
 from lopub.oracles.lip_channel import (
     FrozenMechanism,
     bayes_variance,
@@ -85,6 +86,49 @@ def _posterior_sums(logpost: np.ndarray) -> np.ndarray:
     return (post / post.sum(axis=1, keepdims=True)).sum(axis=0)
 
 
+def ue_lip_bounds(prior: np.ndarray, q: float) -> tuple[Fraction, Fraction]:
+    """The exact extremes of ``P(y) / P(y | x)`` for UE-LIP (own bit 1 w.p. ``1/2``,
+    others w.p. ``q``) under the float ``prior`` (taken as the exact rationals it
+    holds, normalized by their exact sum ``S``).
+
+    ``P(y | x') / P(y | x) = L(y_x') / L(y_x)`` with ``L(1) = p / q`` and
+    ``L(0) = (1 - p) / (1 - q)``, so ``P(y) / P(y | x)`` is largest for ``y_x = 0``
+    and every other bit 1, ``(Pmin + (S - Pmin) R) / S``, and smallest for
+    ``y_x = 1`` and every other bit 0, ``(Pmin + (S - Pmin) / R) / S``, with
+    ``R = (1 - q) / q`` the unary ratio and ``Pmin`` the smallest prior
+    mass.  LIP at ``eps`` needs them in ``[e^-eps, e^eps]``.
+    """
+    return _lip_extremes(*_prior_mass(prior), q)
+
+
+def _prior_mass(prior: np.ndarray) -> tuple[Fraction, Fraction]:
+    """The smallest mass and the sum of a float prior, exactly."""
+    return Fraction(float(prior.min())), sum((Fraction(float(x)) for x in prior), Fraction(0))
+
+
+def _lip_extremes(pmin: Fraction, total: Fraction, q: float) -> tuple[Fraction, Fraction]:
+    ratio = ue_ratio(0.5, q)
+    return (pmin + (total - pmin) / ratio) / total, (pmin + (total - pmin) * ratio) / total
+
+
+def ue_lip_q(prior: np.ndarray, eps: float) -> float:
+    """UE-LIP's ``q = (1 - Pmin) / (e^eps - 2 Pmin + 1)`` (LIP paper, Thm. 4; times
+    ``e^-eps`` above and below, no overflow), raised by ulps until both extremes of
+    :func:`ue_lip_bounds` are exactly within ``[e^-eps, e^eps]``: the rounding left the
+    upper one (tight by the theorem) above ``e^eps`` for many priors and budgets.  A
+    larger ``q`` lowers ``R`` and moves both extremes toward 1."""
+    pmin, tail = float(prior.min()), float(np.exp(-eps))
+    q = float((1 - pmin) * tail / (1 + (1 - 2 * pmin) * tail))
+
+    mass = _prior_mass(prior)
+
+    def within(x: float) -> bool:
+        low, high = _lip_extremes(*mass, x)
+        return ratio_within(high, eps) and ratio_within(1 / low, eps)
+
+    return noisier_until(max(q, MIN_PROBABILITY), within)
+
+
 class UELIP(FrozenMechanism, MeasureMixin):
     """UE-LIP: unary encoding with ``P(1 -> 0) = 1/2`` and
     ``P(0 -> 1) = (1 - Pmin) / (e^eps - 2 Pmin + 1)``.
@@ -104,9 +148,7 @@ class UELIP(FrozenMechanism, MeasureMixin):
         self.estimator = check_estimator("estimator", estimator)
         self.prior = check_prior(prior)
         self.epsilon = check_lip_epsilon(epsilon)
-        pmin, tail = self.prior.min(), float(np.exp(-self.epsilon))
-        # (1 - Pmin) / (e^eps - 2 Pmin + 1), times e^-eps above and below: no overflow
-        self.p, self.q = 0.5, float((1 - pmin) * tail / (1 + (1 - 2 * pmin) * tail))
+        self.p, self.q = 0.5, ue_lip_q(self.prior, self.epsilon)
         self._freeze()
 
     @property

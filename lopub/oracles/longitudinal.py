@@ -12,6 +12,9 @@ Support probabilities of one report (Sec. 4 of the ALLOMFREE paper)::
 so the estimator (Eq. 9) and Var* (Eq. 11) are those of
 :class:`~lopub.oracles.base.SupportOracle` with ``(p, q) = (Ps, Qs)``.
 
+The round probabilities (formulas, and their exact adjustment to the budgets)
+live in :mod:`lopub.oracles.longitudinal_rounds`.
+
 Report formats are those of the one-shot oracles: GRR-based protocols emit
 int64 codes ``(n,)``, unary ones bool bits ``(n, k)``.
 
@@ -32,66 +35,28 @@ import numpy as np
 from lopub._util import check_int, resolve_rng
 from lopub.client.randomize import bernoulli_select
 from lopub.oracles.base import (
-    MIN_PROBABILITY,
     UE_CHUNK_CELLS,
     SupportOracle,
     check_domain_size,
     check_epsilon,
     check_values,
-    complement_down,
-    logistic_tail,
     ue_output_matrix,
 )
-from lopub.oracles.oneshot import (
-    _grr_matrix,
-    _grr_on,
-    aggregate_unary,
-    grr_probabilities,
-    perturb_unary,
+from lopub.oracles.longitudinal_rounds import (  # noqa: F401  (the formulas; re-exported here)
+    grr_report_ratio,
+    lgrr_exact_round2,
+    lgrr_paper_round2,
+    lgrr_rounds,
+    loue_max_eps1,
+    loue_q2,
+    loue_rounds,
+    losue_rounds,
+    lsue_rounds,
+    ue_report_ratio,
 )
+from lopub.oracles.oneshot import _grr_matrix, _grr_on, aggregate_unary, perturb_unary
 
 LGRR_VARIANTS = ("paper", "exact")
-
-
-def _exp_gap(eps_small: float, eps_large: float) -> float:
-    """``e^-eps_small - e^-eps_large`` (> 0 for ``eps_small < eps_large``), without cancellation."""
-    return float(-np.exp(-eps_small) * np.expm1(eps_small - eps_large))
-
-
-def lgrr_paper_round2(eps_inf: float, eps_1: float, k: int) -> tuple[float, float]:
-    """Round-2 ``(p2, q2)`` of the paper's L-GRR (Eq. 13), finite for every budget.
-
-    ``p2 = (ab - 1) / (-k b + (k - 1) a + b + ab - 1)`` with ``a = e^eps_inf``,
-    ``b = e^eps_1``, divided through by ``ab``: ``q2 = (1 - p2) / (k - 1) =
-    (B - A) / ((1 - AB) + (k - 1)(B - A))`` with ``A = e^-eps_inf``,
-    ``B = e^-eps_1``; then rounded as the sampler realizes it
-    (:func:`_grr_round`).
-
-    References
-    ----------
-    ALLOMFREE paper, Sec. 4.1, Eq. 13.
-    """
-    both, gap = -np.expm1(-(eps_inf + eps_1)), _exp_gap(eps_1, eps_inf)
-    return _grr_round(gap / (both + (k - 1) * gap), k)
-
-
-def lgrr_exact_round2(eps_inf: float, eps_1: float, k: int) -> tuple[float, float]:
-    """Round-2 ``(p2, q2)`` of the exact L-GRR: keep-probability ``alpha(eps_1) /
-    alpha(eps_inf)`` with ``alpha(eps) = (e^eps - 1) / (e^eps + k - 1)``.
-
-    ``q2 = (1 - alpha2) / k = (B - A) / ((1 + (k - 1) B)(1 - A))`` (no
-    cancellation), rounded as the sampler realizes it (:func:`_grr_round`).
-    """
-    big_b = np.exp(-eps_1)
-    q2 = _exp_gap(eps_1, eps_inf) / ((1 + (k - 1) * big_b) * -np.expm1(-eps_inf))
-    return _grr_round(q2, k)
-
-
-def _grr_round(q: float, k: int) -> tuple[float, float]:
-    """``(p, q)`` of a GRR step with other-value probability ``q``: ``p`` the largest
-    float ``<= 1 - (k - 1) q`` and ``q = (1 - p) / (k - 1)`` (what ``_grr_on`` draws)."""
-    p = complement_down((k - 1) * max(float(q), MIN_PROBABILITY))
-    return p, (1.0 - p) / (k - 1)
 
 
 def _check_budgets(eps_inf: float, eps_1: float) -> tuple[float, float]:
@@ -191,10 +156,7 @@ class LGRR(Longitudinal):
         object.__setattr__(self, "eps_inf", eps_inf)
         object.__setattr__(self, "eps_1", eps_1)
         object.__setattr__(self, "k", k)
-        p1, q1 = grr_probabilities(eps_inf, k)
-        round2 = lgrr_paper_round2 if self.variant == "paper" else lgrr_exact_round2
-        p2, q2 = round2(eps_inf, eps_1, k)
-        self._set_rounds(p1, q1, p2, q2)
+        self._set_rounds(*lgrr_rounds(eps_inf, eps_1, k, self.variant))
         self._check_representable()
 
     def permanent(self, values: Any, *, rng: np.random.Generator | int | None = None) -> np.ndarray:
@@ -314,11 +276,7 @@ class LSUE(LongitudinalUE):
     name: ClassVar[str] = "l-sue"
 
     def _rounds(self, eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
-        q1 = logistic_tail(eps_inf / 2)
-        # q2 = 1 - p2 = (B' - A') / ((1 + B')(1 - A')), A' = e^-(eps_inf/2), B' = e^-(eps_1/2)
-        den = (1 + np.exp(-eps_1 / 2)) * -np.expm1(-eps_inf / 2)
-        q2 = max(_exp_gap(eps_1 / 2, eps_inf / 2) / den, MIN_PROBABILITY)
-        return complement_down(q1), q1, complement_down(q2), q2
+        return lsue_rounds(eps_inf, eps_1)
 
 
 @dataclass(frozen=True)
@@ -333,40 +291,7 @@ class LOSUE(LongitudinalUE):
     name: ClassVar[str] = "l-osue"
 
     def _rounds(self, eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
-        # p2 = (ab - 1) / (ab + a - b - 1), divided through by ab
-        both, gap = -np.expm1(-(eps_inf + eps_1)), _exp_gap(eps_1, eps_inf)
-        q2 = max(gap / (both + gap), MIN_PROBABILITY)
-        return 0.5, logistic_tail(eps_inf), complement_down(q2), q2
-
-
-def loue_q2(eps_inf: float, eps_1: float) -> float:
-    """Round-2 ``q2`` of L-OUE: the root in ``[0, 1/2]`` of Eq. 14, in closed form.
-
-    With ``Ps = 1/4 + q2/2``, ``Qs = c + d q2`` (``c = q1/2``, ``d = 1 - q1``),
-    ``Ps (1 - Qs) = e^eps_1 (1 - Ps) Qs`` is the quadratic
-    ``a2 q2^2 + a1 q2 + a0 = 0``; divided by ``e^eps_1`` and written with
-    ``A = e^-eps_inf``, ``B = e^-eps_1``: ``a2 = 2 (1 - B) / (1 + A)``,
-    ``a1 = (B - 1) + 2 (A - 1) / (1 + A)`` (< 0) and
-    ``a0 = (2 (B - A) - A (1 - B)) / (2 (1 + A))`` (> 0 when L-OUE is
-    feasible).  The root ``2 a0 / (-a1 + sqrt(a1^2 - 4 a2 a0))`` has no
-    cancellation and stays accurate where ``q2`` is tiny (large ``eps_1``).
-
-    References
-    ----------
-    ALLOMFREE paper, Sec. 4.2, Eq. 14.
-    """
-    big_a, one_minus_b = np.exp(-eps_inf), -np.expm1(-eps_1)
-    a2 = 2 * one_minus_b / (1 + big_a)
-    a1 = -one_minus_b + 2 * np.expm1(-eps_inf) / (1 + big_a)
-    a0 = (2 * _exp_gap(eps_1, eps_inf) - big_a * one_minus_b) / (2 * (1 + big_a))
-    return float(2 * a0 / (-a1 + np.sqrt(max(a1 * a1 - 4 * a2 * a0, 0.0))))
-
-
-def loue_max_eps1(eps_inf: float) -> float:
-    """Largest single-report budget L-OUE can reach: ``ln((2 e^eps_inf + 1) / 3)``."""
-    if eps_inf > 1.0:  # eps_inf + ln((2 + e^-eps_inf) / 3): no overflow
-        return float(eps_inf + np.log((2 + np.exp(-eps_inf)) / 3))
-    return float(np.log1p(2 * np.expm1(eps_inf) / 3))  # exact for tiny eps_inf
+        return losue_rounds(eps_inf, eps_1)
 
 
 @dataclass(frozen=True)
@@ -389,7 +314,7 @@ class LOUE(LongitudinalUE):
             raise ValueError(
                 f"eps_1 ({eps_1:.6g}) must be < ln((2 e^eps_inf + 1)/3) = {limit:.6g} "
                 f"for L-OUE at eps_inf ({eps_inf:.6g}); use L-OSUE or a larger eps_inf")
-        return 0.5, logistic_tail(eps_inf), 0.5, max(loue_q2(eps_inf, eps_1), MIN_PROBABILITY)
+        return loue_rounds(eps_inf, eps_1)
 
 
 LONGITUDINAL = {cls.name: cls for cls in (LGRR, LSUE, LOSUE, LOUE)}

@@ -32,10 +32,12 @@ keyed derivation); ALLOMFREE paper, Sec. 4.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import secrets
+from fractions import Fraction
 from typing import Any, cast
 
 import numpy as np
@@ -43,7 +45,7 @@ import numpy as np
 from lopub._util import check_int, resolve_rng
 from lopub.client.randomize import uniform_threshold
 from lopub.io import atomic_write_text
-from lopub.oracles.base import check_values
+from lopub.oracles.base import check_values, ratio_within
 from lopub.oracles.longitudinal import LGRR, Longitudinal, LongitudinalUE
 from lopub.oracles.memo_state import (STATE_VERSION, check_key, check_mac, check_response, memo_key,
                                      read_state, state_mac)
@@ -82,6 +84,32 @@ def keyed_uniforms(secret: bytes, message: dict, count: int) -> np.ndarray:
     return (np.array(words[:count], dtype=np.uint64) >> np.uint64(11)) * 2.0**-53
 
 
+@functools.lru_cache(maxsize=4096)
+def lgrr_keep_threshold(p1: float, k: int, eps_inf: float) -> float:
+    """The keep threshold of the memoized L-GRR round 1 (uniforms ``j / 2^53``): at most
+    ``uniform_threshold(p1)``, and low enough that ``t / ((1 - t) c / 2^53) <= e^eps_inf``
+    exactly, where ``c`` is the fewest grid points any offset ``floor(u (k - 1))`` gets.
+
+    The offsets are not exactly uniform unless ``k - 1`` is a power of two: offset
+    ``m`` takes the ``j`` from ``b_m`` to ``b_{m+1}``, and ``b_m``, the first ``j`` whose
+    float product ``(j / 2^53)(k - 1)`` reaches ``m``, is ``ceil(m 2^53 / (k - 1))`` or
+    one less (the product's half-ulp is at most one grid step ``(k - 1) / 2^53``), so
+    ``c >= floor(2^53 / (k - 1)) - 1``.  With ``uniform_threshold(p1)`` alone the
+    least likely other value made ``P(x | x) / P(x | x')`` up to ``~k 2^-53`` relative
+    above ``e^eps_inf`` (``1e-14`` at ``k = 1000``).
+    """
+    grid = 1 << 53
+    c = grid // (k - 1) if (k - 1) & (k - 2) == 0 else grid // (k - 1) - 1
+
+    def within(t: float) -> bool:
+        return ratio_within(Fraction(t) * grid / ((1 - Fraction(t)) * c), eps_inf)
+
+    t = min(uniform_threshold(p1), uniform_threshold(c / (c + grid * float(np.exp(-eps_inf)))))
+    while t > 0.0 and not within(t):
+        t -= 2.0 ** -53
+    return t
+
+
 def permanent_from_uniforms(protocol: Longitudinal, value: int, u: np.ndarray) -> Any:
     """Round 1 of ``protocol`` for one value, driven by uniforms ``u`` (k + 1 of them).
 
@@ -91,13 +119,15 @@ def permanent_from_uniforms(protocol: Longitudinal, value: int, u: np.ndarray) -
     ``t1 = uniform_threshold(p1)``: the uniforms are multiples of ``2^-53``, so
     ``u < t1`` keeps with probability ``t1 <= p1`` (``u < p1`` could exceed it),
     and ``u < q1`` sets a bit with ``ceil(q1 2^53) / 2^53 >= q1`` (more noise).
+    L-GRR keeps below :func:`lgrr_keep_threshold` instead, which also pays for the
+    offsets ``floor(u (k - 1))`` being only nearly uniform.
     """
     k = protocol.k
-    keep = uniform_threshold(protocol.p1)
     if isinstance(protocol, LGRR):
-        if u[0] < keep:
+        if u[0] < lgrr_keep_threshold(protocol.p1, k, protocol.eps_inf):
             return int(value)
         return int((value + 1 + int(u[1] * (k - 1))) % k)
+    keep = uniform_threshold(protocol.p1)
     bits = u[:k] < protocol.q1
     bits[value] = u[value] < keep
     return bits

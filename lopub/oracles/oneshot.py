@@ -44,7 +44,9 @@ from lopub.oracles.base import (
     check_values,
     complement_down,
     logistic_tail,
+    noisier_until,
     ratio_within,
+    ue_ratio,
     ue_output_matrix,
 )
 
@@ -95,6 +97,32 @@ def grr_probabilities(eps: float, size: int) -> tuple[float, float]:
     while p > 0.0 and not ratio_within(Fraction(p) * (size - 1) / (1 - Fraction(p)), eps):
         p = float(np.nextafter(p, 0.0))
     return p, (1.0 - p) / (size - 1)
+
+
+@functools.lru_cache(maxsize=4096)  # exact checks, ~0.1 ms each; planners ask again and again
+def sue_probabilities(eps: float) -> tuple[float, float]:
+    """SUE's ``(p, q) = (e^(eps/2), 1) / (e^(eps/2) + 1)`` as float probabilities whose
+    exact ratio ``p (1 - q) / ((1 - p) q)`` is ``<= e^eps``.
+
+    ``q = 1 / (e^(eps/2) + 1)`` (finite for any ``eps``), raised by ulps while the
+    exact ratio (:func:`~lopub.oracles.base.ue_ratio`) with ``p`` the largest
+    float ``<= 1 - q`` exceeds ``e^eps``: the rounding of ``e^(-eps/2)``, of
+    ``q`` and of ``1 - q`` left it above in about one budget in ten (SUE(0.05)).
+    A device draws exactly Bernoulli(p) and Bernoulli(q) with these floats, so
+    the bound holds for what it realizes.
+    """
+    q = noisier_until(logistic_tail(eps / 2),
+                      lambda x: ratio_within(ue_ratio(complement_down(x), x), eps))
+    return complement_down(q), q
+
+
+@functools.lru_cache(maxsize=4096)
+def oue_probabilities(eps: float) -> tuple[float, float]:
+    """OUE's ``(p, q) = (1/2, 1 / (e^eps + 1))`` as float probabilities whose exact ratio
+    ``(1 - q) / q`` is ``<= e^eps``: ``q`` raised by ulps where the rounding of
+    ``e^-eps`` and of the quotient left it above (about half of all budgets)."""
+    q = noisier_until(logistic_tail(eps), lambda x: ratio_within(ue_ratio(0.5, x), eps))
+    return 0.5, q
 
 
 def _grr_matrix(k: int, p: float, q: float) -> np.ndarray:
@@ -247,8 +275,7 @@ class SUE(UnaryEncoding):
     name: ClassVar[str] = "sue"
 
     def _pq(self, eps: float) -> tuple[float, float]:
-        q = logistic_tail(eps / 2)  # 1 / (e^(eps/2) + 1), finite for any eps
-        return complement_down(q), q
+        return sue_probabilities(eps)
 
 
 @dataclass(frozen=True)
@@ -263,7 +290,7 @@ class OUE(UnaryEncoding):
     name: ClassVar[str] = "oue"
 
     def _pq(self, eps: float) -> tuple[float, float]:
-        return 0.5, logistic_tail(eps)  # 1 / (e^eps + 1) without overflow
+        return oue_probabilities(eps)
 
 
 def lh_hash(a: np.ndarray, b: np.ndarray, values: np.ndarray, g: int) -> np.ndarray:

@@ -228,8 +228,9 @@ class CollectionSpec:
 
     @property
     def epsilon(self) -> float:
-        """Per-record epsilon: the sum over attributes (Eq. 8)."""
-        return float(sum(self.epsilon_per_attribute))
+        """Per-record epsilon: the sum over attributes (Eq. 8), ``2 (sum_j h_j) ln((2 - f)/f)``
+        exact and rounded once (:func:`lopub.reports.privacy.epsilon_per_record`)."""
+        return privacy.epsilon_per_record(self.f, list(self.h))
 
     def summary(self) -> dict[str, Any]:
         """Human/JSON summary, always with the privacy figures."""

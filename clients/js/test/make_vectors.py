@@ -1,7 +1,9 @@
 """Write clients/js/test/vectors.json: reports of lopub.client.device from recorded random words.
 
-Run from the repository root: ``python clients/js/test/make_vectors.py``.  The
-Node tests (``node --test clients/js``) check that lopub.js gives the same
+Run from the repository root: ``python clients/js/test/make_vectors.py``, or with
+``--refresh`` to keep the recorded random words and recompute the descriptions and
+every report from them (after a change of the published probabilities: the diff then
+shows only what changed).  The Node tests (``node --test clients/js``) check that lopub.js gives the same
 reports from the same words; ``tests/test_serve_device.py`` checks that
 Python still does.
 """
@@ -58,6 +60,25 @@ def build() -> dict:
             "blake2b": blake, "assign": assign}
 
 
+def refresh(old: dict) -> dict:
+    """``old`` vectors with the current descriptions and the reports their recorded words
+    give now (the words a report no longer uses are dropped; one that needs more words
+    than were recorded raises: run without ``--refresh``)."""
+    plan, spec = plan_and_spec()
+    makers = {"marginal": lambda v, s: device.marginal_report(plan, v["subset"], v["answers"], s),
+              "bloom": lambda v, s: device.bloom_report(spec, v["answers"], s),
+              "bernoulli": lambda v, s: device.bernoulli(v["p"], s),
+              "randint": lambda v, s: device.randint(v["n"], s)}
+    out = dict(old, marginal_description=Collection("v", plan).describe(),
+               bloom_description=Collection("b", spec).describe())
+    for part, make in makers.items():
+        out[part] = [{**v, **device.vector(lambda s, v=v, make=make: make(v, s), v["words"])}
+                     for v in old[part]]
+    return out
+
+
 if __name__ == "__main__":
-    OUT.write_text(json.dumps(build(), indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
+    vectors = (refresh(json.loads(OUT.read_text(encoding="utf-8"))) if "--refresh" in sys.argv[1:]
+               else build())
+    OUT.write_text(json.dumps(vectors, indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {OUT}", file=sys.stderr)
