@@ -349,6 +349,28 @@ def candidate_plans(domain: Domain) -> dict[str, list[tuple[str, ...]]]:
     return out
 
 
+#: cut points of a prior's dependence ranking tried as plans (as the two-phase screen's, twophase.RANKED_CUTS)
+PRIOR_CUTS = 12
+
+
+def prior_cuts(domain: Domain, profile: Profile) -> dict[str, list[tuple[str, ...]]]:
+    """Plans of the pairs a public prior ranks most dependent: the top ``k`` pairs by the prior's TVD from
+    independence, at about :data:`PRIOR_CUTS` cut points, plus one-way subsets for the attributes they
+    leave out (the candidates a two-phase screen ranks from its measurements,
+    :meth:`~lopub.collect.twophase.TwoPhasePlan.main_candidates`; a prior is independent of the reports,
+    so ranking on it and predicting with it has no winner's curse from the collection's noise).
+    Measured: docs/BENCHMARKS.md, "Planning from public knowledge"."""
+    pairs = [tuple(p) for p in all_pairs(domain)]
+    dep = np.array([0.5 * float(np.abs(profile.bias(a, b)).sum()) for a, b in pairs])  # pairs, not users
+    order = np.argsort(-dep, kind="stable")
+    out = {}
+    for k in np.unique(np.linspace(1, len(pairs), PRIOR_CUTS).astype(int)).tolist():
+        top = [pairs[i] for i in order[:k]]
+        covered = {a for p in top for a in p}
+        out[f"top-{k}-pairs"] = top + [(a,) for a in domain.attrs if a not in covered]
+    return out
+
+
 def _check_args(domain: Any, n: Any, epsilon: Any) -> tuple[Domain, int, float]:
     if not isinstance(domain, Domain):
         raise TypeError(f"domain ({type(domain).__name__}) must be a lopub Domain")
@@ -375,7 +397,8 @@ def choose_subsets(domain: Domain, n: int, epsilon: float, *,
     best = None
     profile = prior if isinstance(prior, Profile) else Profile(domain, prior, dependence)
     seen: set[tuple] = set()
-    for name, subsets in candidate_plans(domain).items():
+    ranked = prior_cuts(domain, profile) if profile.prior is not None and type(profile) is Profile else {}
+    for name, subsets in {**candidate_plans(domain), **ranked}.items():
         fitted = fit_to_users(domain, n, epsilon, subsets)
         if fitted is None or tuple(fitted) in seen:
             continue

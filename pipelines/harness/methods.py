@@ -310,10 +310,37 @@ def true_independence(data) -> float:
     return float(np.mean(vals))
 
 
+#: records of the public sample the planner is given in ``planned-public``; its data seed
+PUBLIC_N, PUBLIC_SEED = 5_000, 1_000
+_SOURCE: list = []  # (name, n, data seed) of the dataset of the cell, set by the runner before it forks
+
+
+def set_source(name: str, n, seed: int) -> None:
+    _SOURCE[:] = [(name, n, seed)]
+
+
+def planned_public(data, eps: float, seed: int) -> dict:
+    """``planned`` with a public prior: an independent sample of PUBLIC_N records of the same generated
+    source (data seed PUBLIC_SEED + the cell's), coded with the data's domain (``collect(prior=...)``, as
+    ``lopub collect --public FILE``); fixed datasets have no independent sample and are refused."""
+    from lopub.collect import collect
+    from lopub.data.dataset import Dataset
+    from pipelines.harness import datasets as ds_mod
+
+    name, _, dseed = _SOURCE[0]
+    if not (name.startswith("bn-") or name in ("stress", "latent20", "alarm20", "embedded")):
+        raise ValueError(f"{name} is a fixed dataset: it has no independent public sample")
+    public = Dataset.from_pandas(ds_mod.load(name, PUBLIC_N, PUBLIC_SEED + dseed).to_pandas(), data.domain)
+    reports, report = collect(data, eps, protocol="auto", rng=seed, prior=public)
+    return {"tvd": score(data, fit_model(reports)), "pick": report.recommended,
+            "predicted": report.option(report.recommended).predicted_tvd, "naive": per_set_tvd(data, reports)}
+
+
 #: every method by name, with its role in the tables
 METHODS = {
     "planned": planned,
     "planned-no-shrink": planned_no_shrink,
+    "planned-public": planned_public,
     "marginals": own_protocol("marginals"),
     "one-attribute-own": own_protocol("one-attribute"),
     "bloom-own": own_protocol("bloom"),
@@ -324,7 +351,7 @@ METHODS = {
     "central": central,
     "central-tables": central_tables,
 }
-ROLES = {"planned": "lopub", "planned-no-shrink": "lopub", "marginals": "lopub", "one-attribute-own": "lopub",
+ROLES = {"planned": "lopub", "planned-no-shrink": "lopub", "planned-public": "lopub", "marginals": "lopub", "one-attribute-own": "lopub",
          "bloom-own": "lopub",
          "one-attribute": "baseline", "pairs-naive": "baseline", "pairs-fitted": "baseline",
          "bloom-best-h": "baseline", "central": "reference", "central-tables": "reference"}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.harness import datasets as ds_mod
-from pipelines.harness.methods import METHODS, ROLES, truth
+from pipelines.harness.methods import METHODS, ROLES, set_source, truth
 
 COLUMNS = ("dataset", "n", "d", "epsilon", "seed", "method", "role", "tvd", "seconds", "status", "extra")
 
@@ -121,6 +121,7 @@ def run(grid: Grid, *, done: Sequence[dict] = (), save: Callable[[list[dict]], N
                         row = _row(name, data, eps, seed, method, "skipped", why, 0.0)
                     else:
                         truth(data).fill()  # the true pair tables once, inherited by the forked calls
+                        set_source(name, n, dseed)  # the cell's source, for a public sample of it
                         t0 = time.perf_counter()
                         status, out = call(METHODS[method], (data, eps, seed), grid.timeout)
                         row = _row(name, data, eps, seed, method, status, out, time.perf_counter() - t0)
