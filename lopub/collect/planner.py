@@ -224,7 +224,10 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
     prior : object with ``project(attrs)``, optional
         Tables to evaluate the predictions at instead of uniform ones (a
         public or earlier dataset, a fitted model); its pairs' dependence
-        replaces ``dependence``.
+        replaces ``dependence`` (a Dataset's sampling noise shrunk away,
+        :meth:`~lopub.collect.adaptive.Profile.bias`), the candidates include
+        the pairs it ranks most dependent (:func:`~lopub.collect.adaptive.prior_cuts`)
+        and no screen is planned.  It must be public: the plan is.
     key : str, optional
         Assignment key of the marginal plan.
     """
