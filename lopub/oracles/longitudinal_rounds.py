@@ -78,7 +78,7 @@ def grr_report_ratio(p1: float, p2: float, k: int) -> Fraction:
 
 @functools.lru_cache(maxsize=4096)  # exact checks, ~0.1 ms each; ALLOMFREE's choice asks often
 def lgrr_rounds(eps_inf: float, eps_1: float, k: int, variant: str) -> tuple[float, float, float, float]:
-    """``(p1, q1, p2, q2)`` of L-GRR: round 1 :func:`~lopub.oracles.oneshot.grr_probabilities`
+    """``(p1, q1, p2, q2)`` of L-GRR: round 1 :func:`~lopub.oracles.oneshot_probabilities.grr_probabilities`
     at ``eps_inf``, round 2 the variant's (:func:`lgrr_paper_round2`,
     :func:`lgrr_exact_round2`) with ``p2`` lowered by ulps until one report's exact
     ratio (:func:`grr_report_ratio`) is ``<= e^eps_1``: the float rounding left the
@@ -119,7 +119,7 @@ def _round2_within(p1: float, q1: float, q2: float, eps_1: float,
 @functools.lru_cache(maxsize=4096)  # exact checks, ~0.1 ms each
 def lsue_rounds(eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
     """``(p1, q1, p2, q2)`` of L-SUE: round 1 SUE at ``eps_inf``
-    (:func:`~lopub.oracles.oneshot.sue_probabilities`, its exact ratio ``<= e^eps_inf``),
+    (:func:`~lopub.oracles.oneshot_probabilities.sue_probabilities`, its exact ratio ``<= e^eps_inf``),
     round 2 symmetric with ``q2 = 1 - p2 = (B' - A') / ((1 + B')(1 - A'))``,
     ``A' = e^-(eps_inf/2)``, ``B' = e^-(eps_1/2)``, raised by ulps until one
     report's exact ratio is ``<= e^eps_1`` (the float rounding left it above
@@ -132,7 +132,7 @@ def lsue_rounds(eps_inf: float, eps_1: float) -> tuple[float, float, float, floa
 @functools.lru_cache(maxsize=4096)
 def losue_rounds(eps_inf: float, eps_1: float) -> tuple[float, float, float, float]:
     """``(p1, q1, p2, q2)`` of L-OSUE: round 1 OUE at ``eps_inf``
-    (:func:`~lopub.oracles.oneshot.oue_probabilities`), round 2 symmetric with
+    (:func:`~lopub.oracles.oneshot_probabilities.oue_probabilities`), round 2 symmetric with
     ``p2 = (ab - 1) / (ab + a - b - 1)`` (divided through by ``ab``), ``q2``
     raised by ulps until one report's exact ratio is ``<= e^eps_1``."""
     p1, q1 = oue_probabilities(eps_inf)
