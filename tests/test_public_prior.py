@@ -198,3 +198,12 @@ def test_public_records_as_people_have_them(tmp_path, capsys):
     code, _, err = run(capsys, "plan", "--domain", tmp_path / "dom.json", "--n", 100_000, "--epsilon", 2,
                        "--public", tmp_path / "pub.csv")  # without the token, '?' is no category of 'job'
     assert code == 0 and "row(s) with a category of 'job' the domain does not have dropped" in err
+
+
+def test_collect_refuses_the_records_it_collects_as_public(files, tmp_path, capsys):
+    """--public must be public knowledge: the CSV being collected is refused (the plan is published and
+    would reveal it); before, the planner would have planned on the private records themselves."""
+    code, _, err = run(capsys, "collect", files / "d.csv", "--domain", files / "dom.json", "--epsilon", EPS,
+                       "--public", files / "d.csv", "--seed", "1", "--out", tmp_path / "r.npz")
+    assert code == 2 and "is the CSV being collected" in err, err
+    assert not (tmp_path / "r.npz").exists()

@@ -125,6 +125,10 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
         raise ValueError(f"--out {a.out!r}: Bloom reports are a Parquet file; name it .parquet")
     from lopub.cli._public import planner_knowledge
 
+    if getattr(a, "public", None) and os.path.exists(a.public) and os.path.samefile(a.public, a.csv):
+        raise ValueError(f"--public ({a.public!r}) is the CSV being collected: a plan computed from the private "
+                         "records would reveal them (the plan is published); give public records of the schema, "
+                         "or leave --public out")
     knowledge = planner_knowledge(a, data.domain)
     reports, report = collect(data, a.epsilon, protocol=a.protocol, rng=a.seed, **knowledge)
     if report.warning:
