@@ -26,10 +26,10 @@ PUBLIC_HELP = ("public records of this schema (CSV or Parquet in the domain's co
                "earlier survey, a public release) or a model file of an earlier release (lopub fit): the "
                "planner predicts at their one-way tables and pair dependence instead of uniform tables and a "
                "dependence of 0.1; must be public, never the records being collected (the plan is published)")
-#: fewest share of the public rows that must fit the domain (fewer: records of another schema)
-MIN_KEPT = 0.5
 DEPENDENCE_HELP = ("prior mean TVD of an attribute pair from independence (default 0.1), where no --public "
                    "data is given: e.g. 0.01 for attributes known to depend little")
+#: fewest share of the public rows that must fit the domain (fewer: records of another schema)
+MIN_KEPT = 0.5
 
 
 def add_public(p: argparse.ArgumentParser) -> None:
@@ -98,8 +98,8 @@ def _public_source(path: str, domain: Any, a: argparse.Namespace) -> Any:
 def _fitted_to(df: Any, domain: Any, path: str) -> Any:
     """The public records in the domain's terms, for predictions only: numbers beyond a binned attribute's
     edges clipped into its end bins, rows with a category the domain does not have (or a missing value
-    where it has no missing category) dropped, refused when they are more than half; a note gives the counts.  Missing domain columns are an
-    error (Dataset.from_pandas names them)."""
+    where it has no missing category) dropped, refused when they are more than half of the rows; a note
+    gives the counts.  Missing domain columns are an error (Dataset.from_pandas names them)."""
     import numpy as np
     import pandas as pd
 

@@ -80,18 +80,18 @@ def score(data, model) -> float:
     return average_tvd(truth(data), model, 2)["mean"]
 
 
-def planned_release(data, eps: float, seed: int):
-    """``collect(protocol="auto")`` then ``fit``: (model, plan report, reports)."""
+def planned_release(data, eps: float, seed: int, prior=None):
+    """``collect(protocol="auto", prior=prior)`` then ``fit``: (model, plan report, reports)."""
     from lopub.collect import collect
 
-    reports, report = collect(data, eps, protocol="auto", rng=seed)
+    reports, report = collect(data, eps, protocol="auto", rng=seed, prior=prior)
     return fit_model(reports), report, reports
 
 
-def planned(data, eps: float, seed: int) -> dict:
+def planned(data, eps: float, seed: int, prior=None) -> dict:
     """lopub's planned release, as a user runs it with the defaults; ``predicted``: the planner's
-    prediction of the pick (from the screen's tables after a two-phase collection)."""
-    model, report, reports = planned_release(data, eps, seed)
+    prediction of the pick (from the screen's tables after a two-phase collection, or the prior's)."""
+    model, report, reports = planned_release(data, eps, seed, prior)
     return {"tvd": score(data, model), "pick": report.recommended,
             "predicted": report.option(report.recommended).predicted_tvd, "naive": per_set_tvd(data, reports)}
 
@@ -323,7 +323,6 @@ def planned_public(data, eps: float, seed: int) -> dict:
     """``planned`` with a public prior: an independent sample of PUBLIC_N records of the same generated
     source (data seed PUBLIC_SEED + the cell's), coded with the data's domain (``collect(prior=...)``, as
     ``lopub collect --public FILE``); fixed datasets have no independent sample and are refused."""
-    from lopub.collect import collect
     from lopub.data.dataset import Dataset
     from pipelines.harness import datasets as ds_mod
 
@@ -331,9 +330,7 @@ def planned_public(data, eps: float, seed: int) -> dict:
     if not (name.startswith("bn-") or name in ("stress", "latent20", "alarm20", "embedded")):
         raise ValueError(f"{name} is a fixed dataset: it has no independent public sample")
     public = Dataset.from_pandas(ds_mod.load(name, PUBLIC_N, PUBLIC_SEED + dseed).to_pandas(), data.domain)
-    reports, report = collect(data, eps, protocol="auto", rng=seed, prior=public)
-    return {"tvd": score(data, fit_model(reports)), "pick": report.recommended,
-            "predicted": report.option(report.recommended).predicted_tvd, "naive": per_set_tvd(data, reports)}
+    return planned(data, eps, seed, prior=public)
 
 
 #: every method by name, with its role in the tables
