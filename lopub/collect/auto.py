@@ -123,14 +123,15 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
         predictions: dict[str, float] = {}
         keeps = report.two_phase.keeps_screen  # a DetectPlan's screen is not released
         alt = _bloom_alternative(dataset.domain, report, key) if protocol == "auto" and keeps else None
+        pilot: dict[str, Any] = {}
         screen, main = collect_two_phase(dataset, report.two_phase, rng=rng, predictions=predictions,
-                                         alternative=alt)
+                                         alternative=alt, pilot=pilot)
         if not keeps:
             return main, report.after_screen(predictions)
         if alt is not None and not isinstance(main, MarginalReports):  # Bloom reports of the main phase:
             main = replace(main, screened=main.screened + screen.n)  # the screen's users took part
             return main, report.after_screen(predictions)
-        return merge_reports(screen, main), report.after_screen(predictions)
+        return merge_reports(screen, main), report.after_screen(predictions, pilot=pilot or None)
     if choice == "marginals":
         if report.marginal_plan is None:
             raise ValueError(f"protocol 'marginals' has no plan at n ({dataset.n}) and epsilon "

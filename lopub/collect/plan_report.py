@@ -70,7 +70,7 @@ class PlanReport:
             raise PlanError(f"protocol {protocol!r} is not possible here: {self.refused[protocol]}")
         raise PlanError(f"protocol ({protocol!r}) must be one of {[o.protocol for o in self.options]}")
 
-    def after_screen(self, predictions: dict[str, float]) -> "PlanReport":
+    def after_screen(self, predictions: dict[str, float], pilot: dict[str, Any] | None = None) -> "PlanReport":
         """This report with the ``marginals`` option predicted from a two-phase screen.
 
         ``predictions`` maps each main-phase candidate to its predicted mean
@@ -82,7 +82,10 @@ class PlanReport:
         ``bloom`` option's prediction, and the recommendation when it is the
         lowest (otherwise the recommendation is unchanged); a
         ``"one-attribute"`` entry becomes that option's prediction (both
-        marked ``params["after_screen"]``).
+        marked ``params["after_screen"]``).  ``pilot``: the screen's pilot outcome
+        (:meth:`~lopub.collect.twophase.TwoPhasePlan.pilot_stops`), kept as
+        ``params["pilot"]``; where it stopped the screen, ``params["n_screen"]`` becomes the
+        pilot's users and a note says so.
         """
         if not predictions:
             return self
@@ -95,7 +98,21 @@ class PlanReport:
                 **o.params, "after_screen": True}) if o.protocol in other and o.protocol in predictions
             else o for o in self.options)
         rec = "bloom" if predictions.get("bloom", math.inf) < marg[main] else self.recommended
-        return dataclasses.replace(self, options=opts, recommended=rec)
+        notes, two = self.notes, self.two_phase
+        if pilot and pilot["stopped"] and two is not None:  # the screen was its pilot
+            two = dataclasses.replace(two, n_screen=pilot["users"], n_pilot=0)
+        if pilot:
+            opts = tuple(dataclasses.replace(o, params={
+                **o.params, "pilot": dict(pilot), **({"n_screen": pilot["users"]} if pilot["stopped"] else {})})
+                if o.protocol == "marginals" else o for o in opts)
+            notes = notes + ((f"marginals: the screen's pilot of {pilot['users']} users "
+                              + (f"stopped the screen: predicted {pilot['one_way']:.4f} with one attribute per "
+                                 f"user for the others against {pilot['screen']:.4f} after the whole screen "
+                                 "(the pilot's pairs show too little dependence to repay a screen)"
+                                 if pilot["stopped"] else
+                                 f"continued the screen: predicted {pilot['screen']:.4f} after it against "
+                                 f"{pilot['one_way']:.4f} with one attribute per user after the pilot")),)
+        return dataclasses.replace(self, options=opts, recommended=rec, notes=notes, two_phase=two)
 
     def after_collection(self, source: Any) -> PlanReport:
         """This report with the ``marginals`` and ``one-attribute`` predictions from a single-phase
@@ -135,6 +152,7 @@ class PlanReport:
                 "marginal_plan": None if self.marginal_plan is None else self.marginal_plan.to_dict(),
                 "two_phase": None if self.two_phase is None else {
                     "n_screen": self.two_phase.n_screen, "n_main": self.two_phase.n_main,
+                    "n_pilot": getattr(self.two_phase, "n_pilot", 0),
                     "screen_plan_id": self.two_phase.screen.plan_id,
                     "screen_released": self.two_phase.keeps_screen},
                 "checks": list(self.notes), "refused": dict(self.refused)}

@@ -264,10 +264,12 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
                                                         candidate_plans(domain)[two.rule]) or subsets))
         elif two is not None:
             params.update(strategy="two-phase", uniform_rule=name, n_screen=two.n_screen,
-                          screen_share=DEFAULT_SCREEN_SHARE)
+                          screen_share=DEFAULT_SCREEN_SHARE, n_pilot=two.n_pilot)
             screened = len(two.screen.subsets)
             which = "all pairs" if screened == d * (d - 1) // 2 else f"a public sample of {screened} pairs"
-            text = (f"marginal sampling, two-phase ({two.n_screen} users screen {which}, the rest "
+            pilot = (f"; the first {two.n_pilot} are a pilot that stops the screen where its pairs show too "
+                     "little dependence to repay it" if two.n_pilot else "")
+            text = (f"marginal sampling, two-phase ({two.n_screen} users screen {which}{pilot}, the rest "
                     f"measure the plan chosen from the screen; uniform rule: {name})")
             notes.append("marginals: screen " + describe_groups(domain, two.n_screen, epsilon,
                                                                   mplan.subsets))
@@ -302,7 +304,7 @@ def plan(domain: Domain, n: int, epsilon: float, *, dependence: float = DEFAULT_
         if small is not None:  # a smaller screen: the users it spends are lost to a Bloom release
             two, mplan = small, small.screen
             options = [dataclasses.replace(o, params={
-                **o.params, "n_screen": small.n_screen, "screen_share": BLOOM_SCREEN_SHARE,
+                **o.params, "n_screen": small.n_screen, "screen_share": BLOOM_SCREEN_SHARE, "n_pilot": small.n_pilot,
                 "oracles": list(mplan.oracles), "plan_id": mplan.plan_id},
                 description=o.description.replace(f"({o.params['n_screen']} users", f"({small.n_screen} users"))
                 if o.protocol == "marginals" else o for o in options]

@@ -78,11 +78,14 @@ from lopub.collect.adaptive import (DEFAULT_DEPENDENCE, STRATEGIES, _check_args,
 from lopub.collect.cost import expected_tvd
 from lopub.collect.groups import MIN_GROUP_FLOOR, needs, shortfall
 from lopub.collect.plan import MarginalPlan, PlanError
-from lopub.collect.screen import MAX_SCREEN_PAIRS, ScreenProfile, screen_pairs
+from lopub.collect.screen import CALIBRATION_Z, MAX_SCREEN_PAIRS, ScreenProfile, screen_pairs, split_total
 from lopub.data.domain import Domain
 
 #: Default share of the users in the screening phase.
 DEFAULT_SCREEN_SHARE = 0.3
+#: Share of the users whose screen reports decide whether the rest of the screen is collected
+#: (:meth:`TwoPhasePlan.pilot_stops`).
+PILOT_SHARE = 0.05
 #: Number of cut points of the dependence ranking tried as main plans.
 RANKED_CUTS = 12
 #: A sampled screen its users cannot fill is cut by this factor until they can (at least one
@@ -103,15 +106,22 @@ class TwoPhasePlan:
     screen: MarginalPlan
     n: int
     n_screen: int
+    #: the first ``n_pilot`` of the screen's users (0: no pilot) decide whether the rest screen
+    #: (:meth:`pilot_stops`)
+    n_pilot: int = 0
     #: the screen's reports are measurements of the release (:func:`merge_reports`)
     keeps_screen: ClassVar[bool] = True
 
     @classmethod
     def build(cls, domain: Domain, n: int, epsilon: float, *,
-              screen_share: float = DEFAULT_SCREEN_SHARE, key: str | None = None) -> "TwoPhasePlan":
+              screen_share: float = DEFAULT_SCREEN_SHARE, key: str | None = None,
+              pilot_share: float | None = PILOT_SHARE) -> "TwoPhasePlan":
         """The screen of ``screen_share`` of the ``n`` users: all pairs up to :data:`MAX_SCREEN_PAIRS`;
         above, a public sample of that many, cut by :data:`SCREEN_SHRINK` until the screen's users fill
         every pair's minimum group, down to one matching of the attributes (every attribute screened).
+        ``pilot_share`` of the ``n`` users (``None``: no pilot) are the screen's pilot where that
+        is fewer than the screen's users and gives every screened pair
+        :data:`~lopub.collect.groups.MIN_GROUP_FLOOR` users (:meth:`pilot_stops`).
 
         Raises
         ------
@@ -138,7 +148,12 @@ class TwoPhasePlan:
                             f"{len(pairs) * need} users ({len(pairs)} pairs, >= {need} users each at "
                             f"epsilon {epsilon:g}) and the main phase >= {len(domain) * MIN_GROUP_FLOOR}; "
                             f"it would get {n_screen} and {n - n_screen}")
-        return cls(MarginalPlan(domain, tuple(pairs), epsilon, key=key), n, n_screen)
+        n_pilot = 0
+        if pilot_share is not None:
+            n_pilot = int(round(n * check_open_unit("pilot_share", pilot_share)))
+            if not len(pairs) * MIN_GROUP_FLOOR <= n_pilot < n_screen:
+                n_pilot = 0
+        return cls(MarginalPlan(domain, tuple(pairs), epsilon, key=key), n, n_screen, n_pilot)
 
     @property
     def n_main(self) -> int:
@@ -164,22 +179,62 @@ class TwoPhasePlan:
             out["one-way"] = [(a,) for a in domain.attrs]
         return out
 
-    def select(self, screen_source: Any, predictions: dict[str, float] | None = None) -> MarginalPlan:
+    def pilot_stops(self, pilot_reports: Any) -> dict[str, Any]:
+        """Whether the screen stops after its pilot: ``{"users", "stopped", "one_way", "screen"}``.
+
+        ``pilot_reports``: the screen's reports of its first :attr:`n_pilot` users.  From the
+        pilot's tables, with the pairs' dependence shrunk to an upper bound of their total
+        (:func:`~lopub.collect.screen.split_total` over two halves of each pair's users, plus
+        :data:`~lopub.collect.screen.CALIBRATION_Z` standard deviations;
+        :func:`~lopub.collect.screen.calibrated_noise_factor`), ``one_way`` is the predicted mean
+        2-way TVD of the release if the screen stops at the pilot and every other user reports
+        one attribute, ``screen`` that of the best main plan after the whole screen
+        (:meth:`select`'s candidates).  The screen stops where ``one_way`` is not above
+        ``screen``.  Module docstring, "Pilot".
+        """
+        from lopub.collect.server import measure_marginals
+
+        if not self.n_pilot:
+            raise PlanError("this two-phase plan has no pilot (n_pilot 0)")
+        source = measure_marginals(pilot_reports)
+        halves = [measure_marginals(h) for h in halve(pilot_reports)]
+        total, spread = split_total(*halves, [m.attrs for m in source.measurements() if len(m.attrs) == 2])
+        target = total + CALIBRATION_Z * spread
+        pilot = replace(self, n_screen=self.n_pilot, n_pilot=0)
+        stop: dict[str, float] = {}
+        try:
+            pilot.select(source, stop, target=target, only=["one-way"])
+        except PlanError:  # one-way tables do not fit the users the pilot leaves
+            stop = {}
+        full: dict[str, float] = {}
+        replace(self, n_pilot=0).select(source, full, target=target)
+        best = min(v for k, v in full.items() if k != "one-attribute")
+        one = stop.get("one-way", float("inf"))
+        found = total > CALIBRATION_Z * spread  # dependence the pilot tells from none
+        return {"users": self.n_pilot, "stopped": bool(one <= best and not found), "one_way": one,
+                "screen": best, "dependence_total": total, "dependence_spread": spread}
+
+    def select(self, screen_source: Any, predictions: dict[str, float] | None = None, *,
+               target: float | None = None, only: list[str] | None = None) -> MarginalPlan:
         """Main-phase plan from the screen's measurements (module docstring, step 2).
 
         ``predictions``, when given, receives every candidate's predicted
         mean 2-way TVD of the release (both phases), computed from the
         screen's tables: the data-driven predictions of the plan; and under
         ``"one-attribute"`` that of the one-attribute protocol had all ``n``
-        users reported one attribute (no screen), at the same tables.
+        users reported one attribute (no screen), at the same tables.  ``target``: the pairs'
+        dependence shrunk to this total ``sum ||d||^2`` (:class:`ScreenProfile`); ``only``: the
+        names of the candidates to evaluate (e.g. ``["one-way"]``).
         """
         plan = self.screen
-        profile = ScreenProfile(plan.domain, screen_source)
+        profile = ScreenProfile(plan.domain, screen_source, target=target, raw=target is not None)
         screen = [(list(plan.subsets), float(self.n_screen))]
         best: tuple[float, list[tuple[str, ...]]] | None = None
         dom, eps, pairs = plan.domain, plan.epsilon, profile.pairs
         share = len(pairs) / (len(dom) * (len(dom) - 1) / 2)  # screened share of all pairs
         for name, subsets in self.main_candidates(screen_source).items():  # ~30 candidate plans
+            if only is not None and name not in only:
+                continue
             err = predict_plan_error(dom, self.n_main, eps, subsets, prior=profile, extra_phases=screen,
                                      pairs=pairs)
             if share < 1.0:  # a sampled screen: the pairs it left out (module docstring)
@@ -206,7 +261,8 @@ class TwoPhasePlan:
 
 def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Generator | int | None = None,
                       predictions: dict[str, float] | None = None,
-                      alternative: Alternative | None = None) -> tuple[Any, Any]:
+                      alternative: Alternative | None = None,
+                      pilot: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """Simulate both phases for a data owner: ``(screen_reports, main_reports)``.
 
     ``predictions`` receives the screen-based predictions of
@@ -215,7 +271,11 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
     Bloom reports); it is predicted at the screen's tables for the
     ``n_main`` users alone (the screen's marginal reports are not part of
     its release) and runs when its prediction is below every marginal
-    candidate's; its prediction is recorded under its name.
+    candidate's; its prediction is recorded under its name.  ``pilot``
+    receives the pilot's outcome (:meth:`TwoPhasePlan.pilot_stops`) where the
+    plan has one: the first ``n_pilot`` of the screen's users report, and where
+    the pilot stops the screen the other users report one attribute each (the
+    returned screen reports are the pilot's; no ``alternative`` is considered).
 
     A random ``plan.n_screen`` of the records report under ``plan.screen``;
     the server selects the main plan from their measurements; the other
@@ -235,19 +295,37 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
         raise ValueError(f"dataset has {dataset.n} records; the plan was made for n ({plan.n})")
     rng = resolve_rng(rng)
     order = rng.permutation(dataset.n)
-    screen = collect_records(dataset.subset(order[:plan.n_screen]), plan.screen, rng=rng)
-    source = measure_marginals(screen)
+    n_pilot = getattr(plan, "n_pilot", 0)
     preds: dict[str, float] = {}
-    main_plan = plan.select(source, preds)
+    stopped = False
+    if n_pilot:  # the pilot decides whether the rest of the screen is collected
+        screen = collect_records(dataset.subset(order[:n_pilot]), plan.screen, rng=rng)
+        outcome = plan.pilot_stops(screen)
+        if pilot is not None:
+            pilot.update(outcome)
+        stopped = outcome["stopped"]
+        if stopped:
+            plan = replace(plan, n_screen=n_pilot, n_pilot=0)
+            main_plan = MarginalPlan(plan.screen.domain, tuple((a,) for a in plan.screen.domain.attrs),
+                                     plan.screen.epsilon, key=plan.screen.key)
+            preds["one-way"] = outcome["one_way"]
+        else:
+            screen = merge_reports(screen, collect_records(dataset.subset(order[n_pilot:plan.n_screen]),
+                                                           plan.screen, rng=rng))
+    else:
+        screen = collect_records(dataset.subset(order[:plan.n_screen]), plan.screen, rng=rng)
+    if not preds:
+        source = measure_marginals(screen)
+        main_plan = plan.select(source, preds)
     rest = dataset.subset(order[plan.n_screen:])
-    if alternative is not None:
+    if alternative is not None and not stopped:
         alt = alternative.predict(ScreenProfile(plan.screen.domain, source), plan.n_main)
         if predictions is not None:
             predictions.update(preds)
             predictions[alternative.name] = alt
         if alt < min(preds.values()):
             return screen, alternative.run(rest, rng)
-    elif predictions is not None:
+    elif predictions is not None:  # (after a stopping pilot the alternative is not considered)
         predictions.update(preds)
     main = collect_records(rest, main_plan, rng=rng)
     if not plan.keeps_screen:  # the screen's users took part; their count is public
@@ -267,6 +345,19 @@ class Alternative:
     name: str
     predict: Any
     run: Any
+
+
+def halve(reports: Any) -> tuple[Any, Any]:
+    """Two :class:`~lopub.collect.reports.MarginalReports` of disjoint halves of each group's users
+    (alternate users in the group's order, which the assignment drew at random)."""
+    from lopub.collect.reports import MarginalReports
+
+    out = []
+    for start in (0, 1):
+        groups = tuple(np.asarray(g)[start::2] for g in reports.groups)
+        ids = np.repeat(np.arange(len(groups), dtype=np.int32), [len(g) for g in groups])
+        out.append(MarginalReports(reports.plan, ids, groups, 0))
+    return out[0], out[1]
 
 
 def merge_reports(screen: Any, main: Any) -> Any:

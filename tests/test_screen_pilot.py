@@ -1,0 +1,165 @@
+"""The two-phase screen's pilot: the split-half dependence total, the calibrated shrink, the stop rule."""
+import numpy as np
+import pytest
+
+from lopub.collect import MarginalReports, collect, collect_records, measure_marginals, plan
+from lopub.collect.screen import ScreenProfile, calibrated_noise_factor, split_total
+from lopub.collect.twophase import PILOT_SHARE, TwoPhasePlan, collect_two_phase, halve
+from lopub.data.dataset import Dataset
+from lopub.data.domain import Domain
+
+
+def domain(sizes):
+    return Domain.from_categories({f"a{i}": [str(j) for j in range(k)] for i, k in enumerate(sizes)})
+
+
+def chain_data(n, sizes=(3, 3, 4, 2, 3, 5), seed=4242, dep=0.6):
+    """Each attribute copies the previous one (mod its size) with probability ``dep``."""
+    dom = domain(sizes)
+    rng = np.random.default_rng(seed)
+    cols = [rng.integers(0, sizes[0], n)]
+    for k in sizes[1:]:
+        cols.append(np.where(rng.random(n) < dep, cols[-1] % k, rng.integers(0, k, n)))
+    return Dataset(np.column_stack(cols), dom)
+
+
+def independent_data(n, d=12, seed=7):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.2, 0.8, d)
+    return Dataset((rng.random((n, d)) < p).astype(np.int64), domain([2] * d))
+
+
+def test_calibrated_noise_factor_zeroes_noise_and_keeps_a_pair_far_above_it():
+    noise = np.ones(50)
+    dev = np.full(50, 1.5)  # each pair above its noise, in all no dependence: every pair zeroed
+    c = calibrated_noise_factor(dev, noise, 0.0)
+    assert np.all(np.clip(1 - c * noise / dev, 0, None) == 0)
+    dev[0] = 101.0  # one pair far above: a target of about its dependence zeroes the others
+    c = calibrated_noise_factor(dev, noise, 98.0)
+    kept = np.clip(1 - c * noise / dev, 0, None)
+    assert kept[0] > 0.98 and np.all(kept[1:] == 0)
+    assert np.sum(dev * kept ** 2) <= 98.0 + 1e-9
+    assert calibrated_noise_factor(np.array([10.0, 0.5]), np.array([1.0, 1.0]), 8.5) == 1.0  # JS keeps less
+
+
+def test_halve_splits_every_group_into_disjoint_halves():
+    data = chain_data(3000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 4.0)
+    reports = collect_records(data.subset(np.arange(tp.n_screen)), tp.screen, rng=1)
+    a, b = halve(reports)
+    for ga, gb, g in zip(a.groups, b.groups, reports.groups):
+        assert len(ga) + len(gb) == len(g) and abs(len(ga) - len(gb)) <= 1
+        assert np.array_equal(np.sort(np.concatenate([ga, gb]), axis=0), np.sort(np.asarray(g), axis=0))
+    assert isinstance(a, MarginalReports) and a.n + b.n == reports.n
+
+
+def test_split_total_is_unbiased_for_the_pairs_total_dependence():
+    """The mean over independent collections is within 4 of its standard errors of the true total
+    (the spread each run returns is a conservative standard deviation of its own total)."""
+    data = chain_data(20000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 4.0)
+    pairs = list(tp.screen.subsets)
+    truth = 0.0
+    for p in pairs:
+        t = np.asarray(data.marginal(list(p)).values, dtype=float)
+        t = t / t.sum()
+        d = t - np.outer(t.sum(axis=1), t.sum(axis=0))
+        truth += float(np.vdot(d, d))
+    totals, spreads = [], []
+    for seed in range(12):
+        reports = collect_records(data, tp.screen, rng=seed)
+        total, spread = split_total(*[measure_marginals(h) for h in halve(reports)], pairs)
+        totals.append(total)
+        spreads.append(spread)
+    se = np.sqrt(np.mean(np.square(spreads)) / len(totals))
+    assert abs(np.mean(totals) - truth) <= 4 * se
+    assert truth > 4 * se  # the test can tell the chain's dependence from none
+
+
+def test_a_stopping_pilot_leaves_every_other_user_one_attribute(monkeypatch):
+    data = independent_data(200_000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 1.0)
+    assert tp.n_pilot == round(PILOT_SHARE * data.n) < tp.n_screen
+    seen = []
+
+    def stops(self, reports):
+        seen.append(reports.n)
+        return {"users": self.n_pilot, "stopped": True, "one_way": 0.01, "screen": 0.02}
+
+    monkeypatch.setattr(TwoPhasePlan, "pilot_stops", stops)
+    out, preds = {}, {}
+    screen, main = collect_two_phase(data, tp, rng=3, pilot=out, predictions=preds)
+    assert seen == [tp.n_pilot] and out["stopped"] and preds == {"one-way": 0.01}
+    assert screen.n == tp.n_pilot and main.n == data.n - tp.n_pilot  # each user once
+    assert screen.plan == tp.screen and main.plan.subsets == tuple((a,) for a in data.domain.attrs)
+
+
+def test_pilot_on_independent_data_finds_no_dependence():
+    """Its split-half total is within two of its standard deviations of none (the stop also needs the
+    one-way prediction to be lowest: a 5 % pilot rarely bounds the dependence tightly enough)."""
+    data = independent_data(200_000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 1.0)
+    out = {}
+    collect_two_phase(data, tp, rng=3, pilot=out)
+    assert out["dependence_total"] <= 2 * out["dependence_spread"]
+    assert out["stopped"] == (out["one_way"] <= out["screen"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pilot_continues_where_it_finds_dependence(seed):
+    data = chain_data(30000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 2.0)
+    assert tp.n_pilot > 0
+    out = {}
+    screen, main = collect_two_phase(data, tp, rng=seed, pilot=out)
+    assert not out["stopped"] and out["one_way"] > out["screen"]  # the chain's pairs repay the screen
+    assert screen.n == tp.n_screen and main.n == tp.n_main  # the whole screen, then the main plan
+
+
+def test_no_pilot_where_its_users_cannot_give_every_pair_two_users():
+    data = chain_data(3000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 4.0)
+    assert tp.n_pilot == 150  # 5 % of 3,000 users: 10 for each of the 15 pairs
+    small = TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=0.005)  # 15 users for 15 pairs
+    assert small.n_pilot == 0
+    assert TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=None).n_pilot == 0
+    with pytest.raises(ValueError, match="pilot_share"):
+        TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=1.5)
+
+
+def test_pilot_profile_reads_the_raw_tables():
+    """The pilot's shrink compares each pair's unbiased table with its stated variance (the variance
+    of the raw estimate); the post-processed table holds less noise than that states."""
+    data = chain_data(30000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 2.0)
+    src = measure_marginals(collect_records(data.subset(np.arange(tp.n_pilot)), tp.screen, rng=0))
+    post, raw = ScreenProfile(data.domain, src), ScreenProfile(data.domain, src, raw=True)
+    p = tp.screen.subsets[0]
+    m = src.marginal(list(p))
+    want = np.asarray(m.raw).ravel() - np.outer(post.probs(p[:1]), post.probs(p[1:])).ravel()
+    assert np.allclose(raw._raw(*p)[0], want) and not np.allclose(post._raw(*p)[0], want)
+
+
+def test_after_screen_records_a_stopping_pilot():
+    data = independent_data(200_000)
+    report = plan(data.domain, data.n, 1.0)
+    pilot = {"users": 10_000, "stopped": True, "one_way": 0.01, "screen": 0.02,
+             "dependence_total": 0.0, "dependence_spread": 1.0}
+    after = report.after_screen({"one-way": 0.01}, pilot=pilot)
+    opt = after.option("marginals")
+    assert opt.params["pilot"] == pilot and opt.params["n_screen"] == 10_000 and opt.params["main"] == "one-way"
+    assert any("stopped the screen" in n for n in after.notes)
+    assert report.two_phase is not None  # the report's two-phase plan is the one that ran: its pilot as screen
+    assert after.to_dict()["two_phase"]["n_screen"] == 10_000 and after.two_phase.n_pilot == 0
+
+
+def test_collect_auto_reports_the_pilot_outcome():
+    data = chain_data(30000)
+    report = plan(data.domain, data.n, 2.0)
+    assert report.two_phase is not None and report.option("marginals").params["n_pilot"] == report.two_phase.n_pilot > 0
+    assert "pilot" in report.option("marginals").description
+    reports, after = collect(data, 2.0, protocol="auto", rng=0)
+    got = after.option("marginals").params["pilot"]
+    assert got["users"] == report.two_phase.n_pilot and got["stopped"] is False
+    assert any("continued the screen" in n for n in after.notes)
+    assert reports.n == data.n
