@@ -62,6 +62,34 @@ retail top-20 at epsilon 1 from 0.0225 to 0.0217 and at epsilon 2 from
 rule already measures more than the smallest pairs
 (:func:`~lopub.collect.planner.plan`).
 
+Pilot (:meth:`TwoPhasePlan.pilot_stops`, session 41): the first
+:data:`PILOT_SHARE` (5 %) of the users report under the screen plan; the
+server measures them and the screen stops there -- every other user reports
+one attribute -- where (a) the pilot cannot tell its pairs' dependence from
+none (:func:`~lopub.collect.screen.split_total`: the inner product of two
+halves' tables, within 2 of its standard deviations of zero) and (b) with
+the pairs shrunk to the upper bound of that total
+(:func:`~lopub.collect.screen.calibrated_noise_factor`, on the unbiased tables,
+whose stated variance is their noise), one attribute per user after the pilot
+is predicted no worse than the best main plan after the whole screen.
+Otherwise the rest of the screen reports and the protocol goes on as above
+(the same reports in distribution).  Reason: on near-independent data a
+screen's pair reports cost one-way accuracy (a pair's report tells each of
+its attributes at a lower epsilon: ln((p + q) / 2q) = 0.62 for a binary pair
+at epsilon 1), which no pair it finds repays (bn-hailfinder, 10^6 records,
+epsilon 1: the 30 % screen lost to one attribute per user, docs/BENCHMARKS.md
+"The screen's pilot").  Tried first and not kept: (b) with the total
+estimated as ``sum(dev - v)`` from the post-processed tables and their
+stated variance (twice the noise left in them at small groups) stopped on
+strongly dependent data in 14 of 40 collections (the test chain, 30,000
+records, epsilon 2) and on bn-sachs at 10^6 records and epsilon 0.5 (where
+one attribute per user measures 0.084 against the two-phase 0.055); (a)
+alone would stop bn-hepar2 at epsilon 4, whose 5 % pilot cannot see the
+dependence the full screen uses (one attribute per user 0.0084 against
+0.0057).  A 5 % pilot rarely bounds
+the dependence tightly enough to stop: on independent binary data (12
+attributes, 2 x 10^6 records, epsilon 1) it does not.
+
 Where no screen of all pairs fits a trimmed triple cover, :mod:`lopub.collect.detect` screens
 only the pairs it leaves out.
 """

@@ -92,8 +92,10 @@ def planned(data, eps: float, seed: int, prior=None) -> dict:
     """lopub's planned release, as a user runs it with the defaults; ``predicted``: the planner's
     prediction of the pick (from the screen's tables after a two-phase collection, or the prior's)."""
     model, report, reports = planned_release(data, eps, seed, prior)
+    pilot = next((o.params.get("pilot") for o in report.options if o.protocol == "marginals"), None)
     return {"tvd": score(data, model), "pick": report.recommended,
-            "predicted": report.option(report.recommended).predicted_tvd, "naive": per_set_tvd(data, reports)}
+            "predicted": report.option(report.recommended).predicted_tvd, "naive": per_set_tvd(data, reports),
+            **({"pilot_stopped": pilot["stopped"]} if pilot else {})}
 
 
 def per_set_tvd(data, reports) -> float | None:
