@@ -8,7 +8,8 @@ import pytest
 from lopub.collect import MarginalPlan, PlanError, measure_marginals
 from lopub.collect.adaptive import predict_pair_errors, predict_plan_error, triple_cover
 from lopub.collect.server import merge_sources
-from lopub.collect.twophase import TwoPhasePlan, collect_two_phase, plan_marginals
+from lopub.collect.phases import collect_two_phase
+from lopub.collect.twophase import TwoPhasePlan, plan_marginals
 from lopub.collect.cost import best_oracle, cell_var, expected_tvd, grr_var, oue_var
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain

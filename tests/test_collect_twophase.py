@@ -8,7 +8,8 @@ from lopub.collect import (MarginalPlan, MarginalReports, PlanError, collect, co
                            measure_marginals, merge_reports, plan)
 from lopub.collect.adaptive import choose_subsets, predict_pair_errors, predict_plan_error
 from lopub.collect.groups import needs, shortfall
-from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, ScreenProfile, TwoPhasePlan, collect_two_phase
+from lopub.collect.phases import collect_two_phase
+from lopub.collect.twophase import DEFAULT_SCREEN_SHARE, ScreenProfile, TwoPhasePlan
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
 from lopub.pipeline.steps import fit
@@ -257,7 +258,7 @@ def test_bloom_is_ranked_against_marginals_from_the_screen_not_at_uniform_tables
 
 
 def test_collect_two_phase_alternative_runs_only_when_predicted_lower(data):
-    from lopub.collect.twophase import Alternative
+    from lopub.collect.phases import Alternative
 
     tp = TwoPhasePlan.build(data.domain, data.n, 2.0)
     ran = []

@@ -4,7 +4,9 @@ import pytest
 
 from lopub.collect import MarginalReports, collect, collect_records, measure_marginals, plan
 from lopub.collect.screen import ScreenProfile, calibrated_noise_factor, split_total
-from lopub.collect.twophase import PILOT_SHARE, TwoPhasePlan, collect_two_phase, halve
+from lopub.collect.phases import collect_two_phase
+from lopub.collect.screen import halve
+from lopub.collect.twophase import PILOT_SHARE, TwoPhasePlan
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
 

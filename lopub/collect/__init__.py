@@ -9,8 +9,8 @@
 * Server (:mod:`.server`): :func:`measure_marginals` -> :class:`MarginalSource`
   (``measurements()``, ``marginal(attrs)``, ``measured_sets()``).
 * Adaptive plans (:mod:`.adaptive`, cost model and candidates); :func:`plan_marginals`
-  and two-phase plans (:mod:`.twophase`): :class:`TwoPhasePlan`, :func:`collect_two_phase`,
-  :func:`merge_reports`, :func:`merge_sources`.
+  and two-phase plans (:mod:`.twophase`): :class:`TwoPhasePlan`; their simulated collection
+  (:mod:`.phases`): :func:`collect_two_phase`, :func:`merge_reports`; :func:`merge_sources`.
 * Planner (:mod:`.planner`): :func:`plan` predicts each protocol family's
   mean 2-way error at a budget and recommends one (:class:`PlanReport`);
   :func:`collect` (:mod:`.auto`) simulates a collection with its choice.
@@ -23,7 +23,8 @@ marginal release under local differential privacy", ACM CCS 2018.
 from lopub.collect.adaptive import predict_pair_errors, predict_plan_error
 from lopub.collect.auto import bloom_spec, collect
 from lopub.collect.server import merge_sources
-from lopub.collect.twophase import TwoPhasePlan, collect_two_phase, merge_reports, plan_marginals
+from lopub.collect.phases import collect_two_phase, merge_reports
+from lopub.collect.twophase import TwoPhasePlan, plan_marginals
 from lopub.collect.client import assign_ids, assign_random, assign_user, collect_records
 from lopub.collect.plan import MarginalPlan, PlanError
 from lopub.collect.planner import PlanReport, ProtocolOption, plan, privacy_statement

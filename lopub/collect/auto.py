@@ -40,7 +40,7 @@ def _bloom_alternative(domain: Domain, report: PlanReport, key: str | None) -> A
     """Bloom reports as the main phase of a two-phase collection (``None`` where Bloom was refused):
     predicted at the screen's tables with the report's ``h``."""
     from lopub.collect.bloom_cost import predict_bloom
-    from lopub.collect.twophase import Alternative
+    from lopub.collect.phases import Alternative
 
     from lopub.collect.planner import BLOOM_AUTO_MAX_D
 
@@ -82,7 +82,7 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     (reports, plan_report)
         :class:`~lopub.collect.reports.MarginalReports` (marginals,
         one-attribute; a two-phase plan's two phases merged into one,
-        :func:`~lopub.collect.twophase.merge_reports`; after a detection screen,
+        :func:`~lopub.collect.phases.merge_reports`; after a detection screen,
         :class:`~lopub.collect.detect.DetectPlan`, the main phase's reports
         alone) or :class:`lopub.reports.bloom.Reports` (bloom), and the
         planner's report (its ``warning`` is set above epsilon 10; its
@@ -118,7 +118,7 @@ def collect(dataset: Dataset, epsilon: float, *, protocol: str = "auto",
     if report.marginal_plan is None:
         report.option(choice)  # PlanError: why the sampling protocols were refused at plan time
     if choice == "marginals" and report.two_phase is not None:
-        from lopub.collect.twophase import collect_two_phase, merge_reports
+        from lopub.collect.phases import collect_two_phase, merge_reports
 
         predictions: dict[str, float] = {}
         keeps = report.two_phase.keeps_screen  # a DetectPlan's screen is not released

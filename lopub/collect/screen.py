@@ -92,9 +92,9 @@ class ScreenProfile(Profile):
         #: (:func:`calibrated_noise_factor` to a ``target`` total, e.g. :func:`split_total`'s; 1 without)
         self.noise_factor = 1.0
         if target is not None and self.pairs:
-            raw = [self._raw(*p) for p in self.pairs]
-            self.noise_factor = calibrated_noise_factor(np.array([float(np.vdot(d, d)) for d, _ in raw]),
-                                                        np.array([v for _, v in raw]), target)
+            found = [self._raw(*p) for p in self.pairs]
+            self.noise_factor = calibrated_noise_factor(np.array([float(np.vdot(d, d)) for d, _ in found]),
+                                                        np.array([v for _, v in found]), target)
 
     def probs(self, attrs: Sequence[str]) -> np.ndarray:
         key = tuple(attrs)
@@ -191,3 +191,16 @@ def calibrated_noise_factor(dev: np.ndarray, noise: np.ndarray, target: float) -
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if kept(mid) > target else (lo, mid)
     return hi
+
+
+def halve(reports: Any) -> tuple[Any, Any]:
+    """Two :class:`~lopub.collect.reports.MarginalReports` of disjoint halves of each group's users
+    (alternate users in the group's order, which the assignment drew at random)."""
+    from lopub.collect.reports import MarginalReports
+
+    out = []
+    for start in (0, 1):
+        groups = tuple(np.asarray(g)[start::2] for g in reports.groups)
+        ids = np.repeat(np.arange(len(groups), dtype=np.int32), [len(g) for g in groups])
+        out.append(MarginalReports(reports.plan, ids, groups, 0))
+    return out[0], out[1]
