@@ -165,3 +165,22 @@ def test_collect_auto_reports_the_pilot_outcome():
     assert got["users"] == report.two_phase.n_pilot and got["stopped"] is False
     assert any("continued the screen" in n for n in after.notes)
     assert reports.n == data.n
+
+
+def test_cli_collect_says_what_the_pilot_did(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from cli_run import run
+
+    data = chain_data(30000)
+    pd.DataFrame(np.asarray(data.codes), columns=data.domain.attrs).astype(str).to_csv(tmp_path / "c.csv", index=False)
+    assert run(capsys, "schema", tmp_path / "c.csv", "--out", tmp_path / "d.json")[0] == 0
+    code, out, err = run(capsys, "collect", tmp_path / "c.csv", "--domain", tmp_path / "d.json", "--epsilon", "2",
+                         "--out", tmp_path / "r.npz", "--seed", "1")
+    assert code == 0, err
+    assert "the screen's pilot of 1,500 users continued it" in out
+    code, out, _ = run(capsys, "collect", tmp_path / "c.csv", "--domain", tmp_path / "d.json", "--epsilon", "2",
+                       "--out", tmp_path / "r2.npz", "--seed", "1", "--json")
+    assert json.loads(out)["pilot"]["stopped"] is False

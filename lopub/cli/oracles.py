@@ -143,6 +143,12 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
         summary["n_released"] = kept
     note = (f"; {kept:,} written: the {data.n - kept:,} reports of the screen that chose the plan are not part of "
             "the release" if kept != data.n else "")
+    pilot = next((o.params.get("pilot") for o in report.options if o.protocol == chosen), None)
+    if pilot:  # a two-phase screen's pilot (lopub.collect.twophase, "Pilot")
+        summary["pilot"] = pilot
+        note += (f"; the screen's pilot of {pilot['users']:,} users "
+                 + ("stopped it (too little dependence to repay a screen): the others reported one attribute each"
+                    if pilot["stopped"] else "continued it"))
     emit(summary, a.json, f"collected {data.n:,} reports with {chosen} (planned at epsilon "
                           f"{a.epsilon:g} per record){note} -> {out}\n{report.privacy}")
 
