@@ -37,7 +37,7 @@ import numpy as np
 
 from lopub.formats._io import npz_checksum, npz_meta_text, parse_json, smallest_uint
 from lopub.io import atomic_path, missing_checksum
-from lopub.oracles.oneshot import HASH_PRIME
+from lopub.oracles.local_hashing import HASH_PRIME
 
 __all__ = ["PACKED_FROM", "REPORT_KINDS", "checksum", "hash_ranges", "load_npz", "save_npz",
            "smallest_uint"]

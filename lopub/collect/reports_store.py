@@ -17,7 +17,7 @@ import numpy as np
 from lopub.collect.plan import MarginalPlan
 from lopub.errors import ReportsFormatError
 from lopub.formats._io import smallest_uint
-from lopub.oracles.oneshot import HASH_PRIME
+from lopub.oracles.local_hashing import HASH_PRIME
 
 __all__ = ["narrowed", "widened"]
 

@@ -2,7 +2,10 @@
 
 See :mod:`lopub.oracles.lip` for the definition of LIP, the estimators and
 the matrix mechanisms; both classes here satisfy
-:class:`~lopub.oracles.protocol.FrequencyOracle`.
+:class:`~lopub.oracles.protocol.FrequencyOracle`.  Their exact float
+parameters (``ue_lip_bounds``, ``ue_lip_q``, ``lh_keep_threshold``) moved to
+:mod:`lopub.oracles.lip_bounds` (importing them from here still works); LH-LIP's
+hash family is :mod:`lopub.oracles.local_hashing`.
 
 References
 ----------
@@ -12,16 +15,13 @@ Privacy-Preserving Data Aggregation", IEEE TDSC 2022 (LIP paper), Thm. 4
 """
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from lopub._util import check_int, resolve_rng
-from lopub.client.randomize import uniform_threshold
-from lopub.oracles.base import (MAX_ENUM_K, MIN_PROBABILITY, UE_CHUNK_CELLS, check_counts,
-                                check_frequencies, check_values, noisier_until, ratio_within,
-                                support_variance, ue_ratio)
+from lopub.oracles.base import (MAX_ENUM_K, UE_CHUNK_CELLS, check_counts, check_frequencies,
+                                check_values, support_variance)
 from lopub.oracles.lip_channel import (
     FrozenMechanism,
     bayes_variance,
@@ -29,18 +29,25 @@ from lopub.oracles.lip_channel import (
     check_lip_epsilon,
     check_prior,
 )
+from lopub.oracles.lip_bounds import (
+    lh_keep_threshold,
+    ue_lip_bounds,
+    ue_lip_q,
+)
 from lopub.oracles.lip_split import check_split_budget
+from lopub.oracles.local_hashing import check_hashed_reports, draw_hash_seeds, lh_hash
 from lopub.oracles.measure import MeasureMixin
 from lopub.oracles.oneshot import (
     aggregate_unary,
     check_bits,
-    check_hashed_reports,
-    draw_hash_seeds,
     grr_probabilities,
-    lh_hash,
     perturb_unary,
     ue_output_matrix,
 )
+
+#: the public names, with the exact-parameter helpers re-exported from :mod:`lopub.oracles.lip_bounds`
+__all__ = ["UELIP", "LHLIP", "LH_LIP_G", "LH_VARIANCE_SEEDS", "sample_rows",
+           "lh_keep_threshold", "ue_lip_bounds", "ue_lip_q"]
 
 def _chunk(k: int) -> int:
     """Users per block when a block holds a few ``(users, k)`` arrays: at most
@@ -68,65 +75,11 @@ def sample_rows(matrix: np.ndarray, values: np.ndarray, rng: np.random.Generator
     return np.minimum(out, matrix.shape[1] - 1)
 
 
-def lh_keep_threshold(eps: float) -> float:
-    """The largest multiple of ``2^-53`` that is ``<= 1 - e^-eps`` exactly: LH-LIP keeps
-    ``h(x)`` when ``rng.random()`` (a multiple of ``2^-53``) is below it, so with
-    probability exactly the threshold, never above ``1 - e^-eps`` (``rng.random() <
-    -expm1(-eps)`` could be, by up to ``2^-53``)."""
-    t = uniform_threshold(float(-np.expm1(-eps)))
-    while t > 0.0 and not ratio_within(1 / (1 - Fraction(t)), eps):  # 1 / (1 - t) <= e^eps
-        t -= 2.0 ** -53
-    return t
-
-
 def _posterior_sums(logpost: np.ndarray) -> np.ndarray:
     """Sum over rows of the normalized ``exp(logpost)`` (one posterior per row)."""
     logpost = logpost - logpost.max(axis=1, keepdims=True)
     post = np.exp(logpost)
     return (post / post.sum(axis=1, keepdims=True)).sum(axis=0)
-
-
-def ue_lip_bounds(prior: np.ndarray, q: float) -> tuple[Fraction, Fraction]:
-    """The exact extremes of ``P(y) / P(y | x)`` for UE-LIP (own bit 1 w.p. ``1/2``,
-    others w.p. ``q``) under the float ``prior`` (taken as the exact rationals it
-    holds, normalized by their exact sum ``S``).
-
-    ``P(y | x') / P(y | x) = L(y_x') / L(y_x)`` with ``L(1) = p / q`` and
-    ``L(0) = (1 - p) / (1 - q)``, so ``P(y) / P(y | x)`` is largest for ``y_x = 0``
-    and every other bit 1, ``(Pmin + (S - Pmin) R) / S``, and smallest for
-    ``y_x = 1`` and every other bit 0, ``(Pmin + (S - Pmin) / R) / S``, with
-    ``R = (1 - q) / q`` the unary ratio and ``Pmin`` the smallest prior
-    mass.  LIP at ``eps`` needs them in ``[e^-eps, e^eps]``.
-    """
-    return _lip_extremes(*_prior_mass(prior), q)
-
-
-def _prior_mass(prior: np.ndarray) -> tuple[Fraction, Fraction]:
-    """The smallest mass and the sum of a float prior, exactly."""
-    return Fraction(float(prior.min())), sum((Fraction(float(x)) for x in prior), Fraction(0))
-
-
-def _lip_extremes(pmin: Fraction, total: Fraction, q: float) -> tuple[Fraction, Fraction]:
-    ratio = ue_ratio(0.5, q)
-    return (pmin + (total - pmin) / ratio) / total, (pmin + (total - pmin) * ratio) / total
-
-
-def ue_lip_q(prior: np.ndarray, eps: float) -> float:
-    """UE-LIP's ``q = (1 - Pmin) / (e^eps - 2 Pmin + 1)`` (LIP paper, Thm. 4; times
-    ``e^-eps`` above and below, no overflow), raised by ulps until both extremes of
-    :func:`ue_lip_bounds` are exactly within ``[e^-eps, e^eps]``: the rounding left the
-    upper one (tight by the theorem) above ``e^eps`` for many priors and budgets.  A
-    larger ``q`` lowers ``R`` and moves both extremes toward 1."""
-    pmin, tail = float(prior.min()), float(np.exp(-eps))
-    q = float((1 - pmin) * tail / (1 + (1 - 2 * pmin) * tail))
-
-    mass = _prior_mass(prior)
-
-    def within(x: float) -> bool:
-        low, high = _lip_extremes(*mass, x)
-        return ratio_within(high, eps) and ratio_within(1 / low, eps)
-
-    return noisier_until(max(q, MIN_PROBABILITY), within)
 
 
 class UELIP(FrozenMechanism, MeasureMixin):
@@ -235,7 +188,7 @@ class LHLIP(FrozenMechanism, MeasureMixin):
     prior mass >= ``1/(e^eps + 1)``; seeds failing this are redrawn (the
     choice does not depend on the user's value).  Reports are int64
     ``(n, 3)`` rows ``(a, b, y)`` with the hash family of
-    :mod:`lopub.oracles.oneshot`.  The estimator is the posterior mean
+    :mod:`lopub.oracles.local_hashing`.  The estimator is the posterior mean
     (``"bayes"``), unbiased only when the data follow the prior.
 
     References

@@ -10,13 +10,11 @@ reads):
 * OLH / BLH: int64 array ``(n, 3)`` with columns ``(a, b, y)``: the user's
   hash seed ``(a, b)`` and the GRR-perturbed hashed value ``y`` in ``[0, g)``.
 
-Hash family of OLH/BLH (Carter-Wegman universal hashing):
-``h_{a,b}(v) = ((a v + b) mod P) mod g`` with the Mersenne prime
-``P = 2^31 - 1``, ``a`` uniform in ``[1, P)`` and ``b`` uniform in ``[0, P)``
-drawn per user from ``rng``.  For ``v != v'`` the collision probability is
-``1/g`` up to ``O(g/P) < 1e-8``, which is the assumption of the OLH
-estimator.  All products fit in uint64, so every hash of every user and
-value is one vectorized NumPy expression (chunked over users).
+The hash family of OLH/BLH (Carter-Wegman universal hashing,
+``h_{a,b}(v) = ((a v + b) mod P) mod g`` with ``P = 2^31 - 1``) and its
+helpers (``HASH_PRIME``, ``lh_hash``, ``lh_support_counts``,
+``check_hashed_reports``, ``draw_hash_seeds``) moved to
+:mod:`lopub.oracles.local_hashing`; importing them from here still works.
 
 References
 ----------
@@ -42,9 +40,14 @@ from lopub.oracles.base import (
     check_values,
     ue_output_matrix,
 )
+from lopub.oracles.local_hashing import (
+    HASH_PRIME,
+    check_hashed_reports,
+    draw_hash_seeds,
+    lh_hash,
+    lh_support_counts,
+)
 
-#: Mersenne prime of the universal hash family used by OLH/BLH.
-HASH_PRIME = (1 << 31) - 1
 #: Largest hash range of OLH: ``g = min(round(e^eps) + 1, 2^20)``.  Beyond
 #: ``eps = ln(2^20 - 1) ~ 13.86`` a larger ``g`` would only lower Var* from
 #: about ``1/(n g)``, while the hash family's collision probability stays
@@ -235,65 +238,6 @@ class OUE(UnaryEncoding):
         return oue_probabilities(eps)
 
 
-def lh_hash(a: np.ndarray, b: np.ndarray, values: np.ndarray, g: int) -> np.ndarray:
-    """Universal hashes ``((a v + b) mod P) mod g`` of every pair (user, value).
-
-    ``a``, ``b``: per-user seeds ``(c,)``; ``values``: ``(m,)`` codes < P.
-    Returns a ``(c, m)`` int64 array.
-    """
-    a = np.asarray(a, dtype=np.uint64)[:, None]
-    b = np.asarray(b, dtype=np.uint64)[:, None]
-    v = np.asarray(values, dtype=np.uint64)[None, :]
-    return (((a * v + b) % np.uint64(HASH_PRIME)) % np.uint64(g)).astype(np.int64)
-
-
-def lh_support_counts(
-    a: np.ndarray, b: np.ndarray, y: np.ndarray, k: int, g: int
-) -> np.ndarray:
-    """Count, for every value ``v < k``, the users with ``h_{a,b}(v) = y``.
-
-    Vectorized over users; walks the values with the recurrence
-    ``(a (v + 1) + b) mod P = ((a v + b) mod P + a) mod P`` (one addition and
-    one conditional subtraction per value instead of a multiplication and a
-    64-bit modulo).
-    """
-    a = np.asarray(a, dtype=np.int64)
-    y = np.asarray(y, dtype=np.int64)
-    cur = np.asarray(b, dtype=np.int64).copy()  # (a*0 + b) mod P, since b < P
-    tmp = np.empty_like(cur)
-    hit = np.empty(cur.shape, dtype=bool)
-    counts = np.zeros(k, dtype=np.int64)
-    for v in range(k):  # loop over the k values; every step is vectorized over users
-        np.remainder(cur, g, out=tmp)
-        np.equal(tmp, y, out=hit)
-        counts[v] = np.count_nonzero(hit)
-        cur += a
-        np.greater_equal(cur, HASH_PRIME, out=hit)
-        cur -= HASH_PRIME * hit
-    return counts
-
-
-def check_hashed_reports(reports: Any, g: int) -> np.ndarray:
-    """Check local-hashing reports: integer rows ``(a, b, y)`` with a seed of the hash
-    family (``a`` in ``[1, P)``, ``b`` in ``[0, P)``) and ``y`` in ``[0, g)``."""
-    reports = np.asarray(reports)
-    if reports.ndim != 2 or reports.shape[1] != 3 or not np.issubdtype(reports.dtype, np.integer):
-        raise ValueError(f"reports (shape {reports.shape}, dtype {reports.dtype}) must be "
-                         f"integer rows (a, b, y)")
-    if reports.size:
-        for col, name, lo, hi in ((0, "a", 1, HASH_PRIME), (1, "b", 0, HASH_PRIME),
-                                  (2, "y", 0, g)):  # the three columns
-            if reports[:, col].min() < lo or reports[:, col].max() >= hi:
-                raise ValueError(f"reports column {name} holds values in [{reports[:, col].min()}, "
-                                 f"{reports[:, col].max()}]; it must be in [{lo}, {hi - 1}]")
-    return reports
-
-
-def draw_hash_seeds(n: int, *, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Per-user seeds ``a`` in ``[1, P)`` and ``b`` in ``[0, P)``."""
-    return rng.integers(1, HASH_PRIME, size=n), rng.integers(0, HASH_PRIME, size=n)
-
-
 @dataclass(frozen=True)
 class LocalHashing(SupportOracle):
     """Local hashing: hash the value to ``[0, g)`` with a per-user hash, then GRR.
@@ -301,7 +245,7 @@ class LocalHashing(SupportOracle):
     ``g = round(e^eps) + 1``, at most :data:`OLH_MAX_G` (OLH), or ``g = 2``
     (BLH).  Support of ``v``: the
     reported ``y`` equals the user's hash of ``v``; ``p = e^eps / (e^eps + g - 1)``,
-    ``q = 1/g``.  The hash family is documented in the module docstring.
+    ``q = 1/g``.  The hash family is documented in :mod:`lopub.oracles.local_hashing`.
 
     References
     ----------
