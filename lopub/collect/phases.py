@@ -47,7 +47,7 @@ def collect_two_phase(dataset: Any, plan: TwoPhasePlan, *, rng: np.random.Genera
     from lopub.collect.client import collect_records
     from lopub.collect.server import measure_marginals
 
-    if not (isinstance(plan, TwoPhasePlan) or type(plan).__name__ == "DetectPlan"):  # detect imports this module
+    if not (isinstance(plan, TwoPhasePlan) or type(plan).__name__ == "DetectPlan"):  # by name, as before the move
         raise TypeError(f"plan ({type(plan).__name__}) must be a TwoPhasePlan or DetectPlan")
     if dataset.n != plan.n:
         raise ValueError(f"dataset has {dataset.n} records; the plan was made for n ({plan.n})")

@@ -74,7 +74,12 @@ class ScreenProfile(Profile):
     measured fewer pairs), so the screen keeps the default.  Pairs the
     screen did not measure have the product of their one-way tables and no
     known dependence (:meth:`TwoPhasePlan.select` evaluates screened pairs
-    only).
+    only).  ``target``: every pair's noise is scaled by one factor ``c >= 1``
+    so that the shrunk pairs hold at most this total ``sum ||d||^2``
+    (:func:`calibrated_noise_factor`; the pilot's bound,
+    :meth:`~lopub.collect.twophase.TwoPhasePlan.pilot_stops`); ``raw``: ``d``
+    from each pair's unbiased table, whose stated variance is its noise, not
+    from the post-processed one, which holds less.
     """
 
     def __init__(self, domain: Domain, source: Any, own_margins: bool = False, target: float | None = None,

@@ -208,7 +208,8 @@ class TwoPhasePlan:
         return out
 
     def pilot_stops(self, pilot_reports: Any) -> dict[str, Any]:
-        """Whether the screen stops after its pilot: ``{"users", "stopped", "one_way", "screen"}``.
+        """Whether the screen stops after its pilot: ``{"users", "stopped", "one_way", "screen",
+        "dependence_total", "dependence_spread"}``.
 
         ``pilot_reports``: the screen's reports of its first :attr:`n_pilot` users.  From the
         pilot's tables, with the pairs' dependence shrunk to an upper bound of their total
@@ -217,8 +218,10 @@ class TwoPhasePlan:
         :func:`~lopub.collect.screen.calibrated_noise_factor`), ``one_way`` is the predicted mean
         2-way TVD of the release if the screen stops at the pilot and every other user reports
         one attribute, ``screen`` that of the best main plan after the whole screen
-        (:meth:`select`'s candidates).  The screen stops where ``one_way`` is not above
-        ``screen``.  Module docstring, "Pilot".
+        (:meth:`select`'s candidates); ``dependence_total`` and ``dependence_spread`` are the split
+        estimate and its standard deviation.  The screen stops where ``one_way`` is not above
+        ``screen`` and the total is within :data:`~lopub.collect.screen.CALIBRATION_Z` standard
+        deviations of none.  Module docstring, "Pilot".
         """
         from lopub.collect.server import measure_marginals
 
