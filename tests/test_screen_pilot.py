@@ -3,26 +3,11 @@ import numpy as np
 import pytest
 
 from lopub.collect import MarginalReports, collect, collect_records, measure_marginals, plan
-from lopub.collect.screen import ScreenProfile, calibrated_noise_factor, split_total
 from lopub.collect.phases import collect_two_phase
-from lopub.collect.screen import halve
+from lopub.collect.screen import ScreenProfile, calibrated_noise_factor, halve, split_total
 from lopub.collect.twophase import PILOT_SHARE, TwoPhasePlan
 from lopub.data.dataset import Dataset
-from lopub.data.domain import Domain
-
-
-def domain(sizes):
-    return Domain.from_categories({f"a{i}": [str(j) for j in range(k)] for i, k in enumerate(sizes)})
-
-
-def chain_data(n, sizes=(3, 3, 4, 2, 3, 5), seed=4242, dep=0.6):
-    """Each attribute copies the previous one (mod its size) with probability ``dep``."""
-    dom = domain(sizes)
-    rng = np.random.default_rng(seed)
-    cols = [rng.integers(0, sizes[0], n)]
-    for k in sizes[1:]:
-        cols.append(np.where(rng.random(n) < dep, cols[-1] % k, rng.integers(0, k, n)))
-    return Dataset(np.column_stack(cols), dom)
+from test_collect_twophase import chain_data, domain
 
 
 def independent_data(n, d=12, seed=7):
