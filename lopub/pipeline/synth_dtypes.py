@@ -27,6 +27,7 @@ The record is ``meta["synthesizer"]["dtypes"]`` of a saved synthesizer (absent i
 from __future__ import annotations
 
 import reprlib
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +35,10 @@ import numpy as np
 import pandas as pd
 
 from lopub.data._header import HEADER_CHECKED, check_columns
+from lopub.data.dataset import Dataset
 from lopub.data.domain import Attribute, Domain
+from lopub.data.schema import infer_domain
+from lopub.errors import DomainError
 
 NULLABLE_INTS = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 #: the other pandas extension dtypes an all-missing column is given back as
@@ -197,3 +201,26 @@ def declared_order(domain: Domain, df: pd.DataFrame) -> Domain:
                 a = Attribute(a.name, cats + extra, None, a.kind, a.missing, a.timezone, a.decimals, a.date_format)
         attrs.append(a)
     return Domain(tuple(attrs), domain.provenance, domain.csv)
+
+
+def coded(data: Any, domain: Domain | None, bins: int | None) -> tuple[Dataset, dict[str, dict[str, Any]]]:
+    """``data`` (a DataFrame or a :class:`~lopub.data.dataset.Dataset`) coded against ``domain`` (inferred
+    with ``bins`` when None, declared categories kept in order), and its dtypes to give back (:func:`record`);
+    the records of :meth:`Synthesizer.fit <lopub.pipeline.synthesizer.Synthesizer.fit>`."""
+    if isinstance(data, Dataset):
+        if domain is not None and data.domain != domain:
+            raise DomainError("data (a Dataset) is coded against another domain than the "
+                              "domain parameter")
+        return data, {}
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
+    data, ints = named_columns(data)
+    given = domain
+    if domain is None:
+        domain = declared_order(infer_domain(data, bins=bins), data)
+    extra = [c for c in data.columns if c not in domain.attrs] if given is not None else []
+    if extra:  # documented (Synthesizer.fit), and said: a release without a column the user gave
+        warnings.warn(f"data columns {extra[:10]}{' ...' if len(extra) > 10 else ''} ({len(extra)}) are "
+                      f"not in the domain parameter: left out of the model and the release", UserWarning,
+                      stacklevel=4)
+    return Dataset.from_pandas(data, domain), record(data, domain, ints)

@@ -1,7 +1,20 @@
 """Writing and reading a synthesizer file: :meth:`lopub.pipeline.synthesizer.Synthesizer.save` and ``load``.
 
 The functions take the synthesizer class as their first argument, so this module never imports
-:mod:`lopub.pipeline.synthesizer` (which imports it)."""
+:mod:`lopub.pipeline.synthesizer` (which imports it).
+
+The file: a ``lopub-model`` file
+(:mod:`lopub.model.format`, written atomically, gzip when the name ends in
+``.gz``) whose ``meta["synthesizer"]`` is ``{"format": "lopub-synthesizer",
+"version": 1, "params": {...}, "collection": {...}}``: the constructor
+parameters (an ``rng`` or ``random_state`` Generator is stored as ``null``, a
+``random_state`` of None is left out, as in files written before it; a ``domain``
+parameter as ``"model"``: the model's domain), the
+:class:`~lopub.pipeline.synth_reports.CollectionReport` and ``"dtypes"``, the input's pandas categorical and duration columns, nullable
+integer columns without a value and integer column labels (:mod:`lopub.pipeline.synth_dtypes`); the fit
+report is the model's ``meta["fit"]``.
+Any ``lopub`` command that reads a model reads this file.
+"""
 from __future__ import annotations
 
 import os

@@ -10,17 +10,7 @@ marginal-sampling :class:`~lopub.collect.MarginalReports`).  Parameters follow
 the scikit-learn convention (``get_params``/``set_params``, fitted state in
 attributes ending in ``_``) and their defaults are the library functions'.
 
-File format of :meth:`Synthesizer.save`: a ``lopub-model`` file
-(:mod:`lopub.model.format`, written atomically, gzip when the name ends in
-``.gz``) whose ``meta["synthesizer"]`` is ``{"format": "lopub-synthesizer",
-"version": 1, "params": {...}, "collection": {...}}``: the constructor
-parameters (an ``rng`` or ``random_state`` Generator is stored as ``null``, a
-``random_state`` of None is left out, as in files written before it; a ``domain``
-parameter as ``"model"``: the model's domain), the
-:class:`CollectionReport` and ``"dtypes"``, the input's pandas categorical and duration columns, nullable
-integer columns without a value and integer column labels (:mod:`lopub.pipeline.synth_dtypes`); the fit
-report is the model's ``meta["fit"]``.
-Any ``lopub`` command that reads a model reads this file.
+File format of :meth:`Synthesizer.save`: :mod:`lopub.pipeline.synth_files`.
 """
 from __future__ import annotations
 
@@ -62,8 +52,6 @@ _FIT_DEFAULTS = FitOptions()
 def _default(func: Callable, name: str) -> Any:
     """The default of parameter ``name`` of the library function ``func`` (never re-typed)."""
     return inspect.signature(func).parameters[name].default
-
-
 
 
 class Synthesizer:
@@ -298,24 +286,8 @@ class Synthesizer:
         return self
 
     def _dataset(self, data: Any) -> tuple[Dataset, dict]:
-        """The records coded, and the input's dtypes to give back (:mod:`~lopub.pipeline.synth_dtypes`)."""
-        if isinstance(data, Dataset):
-            if self.domain is not None and data.domain != self.domain:
-                raise DomainError("data (a Dataset) is coded against another domain than the "
-                                  "domain parameter")
-            return data, {}
-        if not isinstance(data, pd.DataFrame):
-            raise TypeError(f"data ({type(data).__name__}) must be a pandas DataFrame or a lopub Dataset")
-        data, ints = _dtypes.named_columns(data)
-        domain = self.domain
-        if domain is None:
-            domain = _dtypes.declared_order(infer_domain(data, bins=self.bins), data)
-        extra = [c for c in data.columns if c not in domain.attrs] if self.domain is not None else []
-        if extra:  # documented (fit), and said: a release without a column the user gave
-            warnings.warn(f"data columns {extra[:10]}{' ...' if len(extra) > 10 else ''} ({len(extra)}) are "
-                          f"not in the domain parameter: left out of the model and the release", UserWarning,
-                          stacklevel=3)
-        return Dataset.from_pandas(data, domain), _dtypes.record(data, domain, ints)
+        """The records coded, and the input's dtypes to give back (:func:`~lopub.pipeline.synth_dtypes.coded`)."""
+        return _dtypes.coded(data, self.domain, self.bins)
 
     # using the model ---------------------------------------------------------
     def sample(self, n: int | None = None, seed: np.random.Generator | int | None = None, *,
