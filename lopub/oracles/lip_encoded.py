@@ -35,7 +35,7 @@ from lopub.oracles.lip_bounds import (
     ue_lip_q,
 )
 from lopub.oracles.lip_split import check_split_budget
-from lopub.oracles.local_hashing import check_hashed_reports, draw_hash_seeds, lh_hash
+from lopub.oracles.local_hashing import HASH_PRIME, check_hashed_reports, draw_hash_seeds, lh_hash
 from lopub.oracles.measure import MeasureMixin
 from lopub.oracles.oneshot import (
     aggregate_unary,
@@ -261,7 +261,7 @@ class LHLIP(FrozenMechanism, MeasureMixin):
         other = rng.choice(self.k, size=values.shape[0], p=self.prior)
         src = np.where(keep, values, other)
         y = ((a.astype(np.uint64) * src.astype(np.uint64) + b.astype(np.uint64))
-             % np.uint64((1 << 31) - 1) % np.uint64(self.g)).astype(np.int64)
+             % np.uint64(HASH_PRIME) % np.uint64(self.g)).astype(np.int64)
         return np.column_stack([a, b, y])
 
     def transition_matrix(self, a: int | None = None, b: int | None = None) -> np.ndarray:
