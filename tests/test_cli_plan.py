@@ -55,6 +55,22 @@ def test_collect_planned_protocols_write_marginal_reports(files, protocol, capsy
         assert reports.n == 4000 and reports.plan.epsilon == 2.0
 
 
+
+def test_collect_gives_the_plans_checks(files, capsys):
+    """The plan-time checks that `lopub plan` prints: with --verbose as notes on stderr, in --json as "checks"."""
+    assert main(["plan", "--domain", str(files / "d.json"), "--n", "4000", "--epsilon", "2", "--json"]) == 0
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    assert checks and any(c.startswith("one-attribute: ") for c in checks)
+    args = ["collect", str(files / "data.csv"), "--domain", str(files / "d.json"), "--epsilon", "2",
+            "--protocol", "one-attribute", "--seed", "3"]
+    assert main(args + ["--out", str(files / "v.npz"), "--verbose"]) == 0
+    err = capsys.readouterr().err
+    assert all(f"plan check: {c}" in err for c in checks)
+    assert main(args + ["--out", str(files / "q.npz")]) == 0
+    assert "plan check:" not in capsys.readouterr().err
+    assert main(args + ["--out", str(files / "j.npz"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checks"] == checks
+
 def test_collect_bloom_uses_the_planned_spec(files, capsys):
     out = files / "bloom.parquet"
     assert main(["collect", str(files / "data.csv"), "--domain", str(files / "d.json"), "--epsilon", "40",

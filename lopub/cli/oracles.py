@@ -149,6 +149,12 @@ def _collect_planned(a: argparse.Namespace, data: Any) -> None:
         note += (f"; the screen's pilot of {pilot['users']:,} users "
                  + ("stopped it (too little dependence to repay a screen): the others reported one attribute each"
                     if pilot["stopped"] else "continued it"))
+    summary["checks"] = list(report.notes)  # the plan-time checks, as `lopub plan` prints them
+    if getattr(a, "verbose", False):
+        from lopub.progress import note as say
+
+        for line in report.notes:
+            say(f"plan check: {line}")
     emit(summary, a.json, f"collected {data.n:,} reports with {chosen} (planned at epsilon "
                           f"{a.epsilon:g} per record){note} -> {out}\n{report.privacy}")
 
@@ -322,7 +328,8 @@ def _register_collect(subparsers: Any) -> None:
                    help="auto (default): the planner's choice for --epsilon per record (see `lopub plan`); "
                         "marginals: marginal sampling with the adaptive plan; one-attribute: one "
                         "attribute per user; bloom: LoPub Bloom reports with the planner's h and m; "
-                        "or any frequency oracle, longitudinal or LIP protocol")
+                        "or any frequency oracle, longitudinal or LIP protocol; with a planned protocol, --verbose also "
+                        "prints the plan's checks (group sizes, cuts, refusals; --json: \"checks\")")
     c.add_argument("--epsilon", required=True, type=float,
                    help="budget per user (eps_inf for longitudinal protocols and ALLOMFREE)")
     c.add_argument("--eps-1", type=float, help="budget of one report (longitudinal/ALLOMFREE)")
