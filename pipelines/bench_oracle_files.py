@@ -17,7 +17,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import numpy as np
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
 from lopub.cli.oracle_files import estimate_file_with_stderr, load_reports
 from lopub.cli.oracle_npz import checksum, save_npz
+from pipelines.harness.common import timed
 
 
 def _layouts(src: str, folder: str) -> dict:
@@ -40,15 +40,6 @@ def _layouts(src: str, folder: str) -> dict:
     return paths
 
 
-def _seconds(fn, reps: int) -> list[float]:
-    out = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
-
-
 def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("reports", nargs="+", help="oracle reports files (lopub collect --out)")
@@ -61,8 +52,8 @@ def main(argv=None) -> list[dict]:
             times: dict = {x: {"load": [], "estimate": []} for x in paths}
             for _ in range(a.reps):  # alternate the layouts
                 for x, path in paths.items():
-                    times[x]["load"] += _seconds(lambda p=path: load_reports(p), 1)
-                    times[x]["estimate"] += _seconds(lambda p=path: estimate_file_with_stderr(p), 1)
+                    times[x]["load"].append(timed(lambda p=path: load_reports(p))[1])
+                    times[x]["estimate"].append(timed(lambda p=path: estimate_file_with_stderr(p))[1])
             base = paths["v3"]
             for x, path in paths.items():
                 row = {"file": os.path.basename(src), "layout": x, "bytes": os.path.getsize(path),

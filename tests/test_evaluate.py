@@ -69,3 +69,27 @@ def test_dataset_sources_need_same_domain():
     x = Dataset(np.array([[0, 1], [1, 1]]), dom)
     with pytest.raises(ValueError, match="unknown attribute 'c'"):
         average_tvd(x, x, 1, attrs=["c"])
+
+
+def test_classification_accuracy_per_target_and_baselines():
+    from lopub.publish.evaluate import baseline_accuracy, classification_accuracy
+
+    bn = embedded_model()
+    train, test = bn.sample(600, rng=1), bn.sample(300, rng=2)
+    attrs, sizes = list(bn.domain.attrs), list(bn.domain.sizes)
+    binary = [a for a, s in zip(attrs, sizes) if s == 2]
+    acc = classification_accuracy(train, test, trees=5, max_train=400, random_state=3, rng=4)
+    assert list(acc["rf"]) == attrs and list(acc["svm"]) == binary
+    assert all(0.0 <= v <= 1.0 for part in acc.values() for v in part.values())
+    per = classification_accuracy(train, test, trees=5, max_train=400, random_state=dict.fromkeys(attrs, 3), rng=4)
+    assert per == acc  # one seed for all targets or the same seed per target: the same forests
+    base = baseline_accuracy(train, test)
+    assert base["random"] == {a: 1.0 / s for a, s in zip(attrs, sizes)}
+    j = 0
+    mode = np.bincount(train.codes[:, j], minlength=sizes[j]).argmax()
+    assert base["majority"][attrs[j]] == pytest.approx(np.mean(test.codes[:, j] == mode))
+    # a target that takes one value in training is predicted as that value
+    codes = train.codes.copy()
+    codes[:, j] = mode
+    one = classification_accuracy(Dataset(codes, bn.domain), test, trees=5, random_state=0)
+    assert one["rf"][attrs[j]] == pytest.approx(base["majority"][attrs[j]])

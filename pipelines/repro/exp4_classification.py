@@ -13,6 +13,7 @@ import numpy as np
 
 from lopub.dependency import MarginalCache
 from lopub.pipeline.steps import fit, independence_model
+from lopub.publish.evaluate import baseline_accuracy, classification_accuracy
 from lopub.publish.synthesize import sample_codes
 from pipelines.harness.common import bloom_reports, bloom_spec
 
@@ -23,49 +24,16 @@ KEY = ("dataset", "f", "release", "classifier")
 PAPER_NOTE = "paper (VI-D): worst RF accuracy 67% retail, 42% Adult; random guessing 50% / 15%"
 
 
-def _onehot(codes: np.ndarray, sizes) -> np.ndarray:
-    """One-hot encode integer codes (n, c) with per-column sizes -> float32 (n, sum sizes)."""
-    off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    out = np.zeros((codes.shape[0], int(np.sum(sizes))), dtype=np.float32)
-    out[np.arange(codes.shape[0])[:, None], codes.astype(np.int64) + off] = 1.0
-    return out
-
-
 def classify(train, test, *, trees: int, max_train: int, seed: int) -> dict[str, dict[str, float]]:
-    """Accuracy per target attribute for the SVM (binary targets) and the random forest."""
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.svm import LinearSVC
-
-    sizes = np.asarray(train.domain.sizes)
-    tr, te = train.codes, test.codes
-    if tr.shape[0] > max_train:
-        tr = tr[np.sort(np.random.default_rng(seed).choice(tr.shape[0], max_train, replace=False))]
-    out: dict[str, dict[str, float]] = {"svm": {}, "rf": {}}
-    for j, a in enumerate(train.domain.attrs):
-        rest = [i for i in range(len(sizes)) if i != j]
-        y, yt = tr[:, j], te[:, j]
-        if np.unique(y).size < 2:  # a release with one label: predict it
-            out["rf"][a] = float(np.mean(yt == y[0]))
-            if sizes[j] == 2:
-                out["svm"][a] = out["rf"][a]
-            continue
-        rf = RandomForestClassifier(n_estimators=trees, min_samples_leaf=5, n_jobs=1,
-                                    random_state=runner.seed_for(seed, "rf", a) % 2**31)
-        out["rf"][a] = float(np.mean(rf.fit(tr[:, rest], y).predict(te[:, rest]) == yt))
-        if sizes[j] == 2:
-            svm = LinearSVC(C=1.0, dual="auto", max_iter=2000).fit(_onehot(tr[:, rest], sizes[rest]), y)
-            out["svm"][a] = float(np.mean(svm.predict(_onehot(te[:, rest], sizes[rest])) == yt))
-    return out
+    """Accuracy per target attribute for the SVM (binary targets) and the random forest (a seed per target)."""
+    return classification_accuracy(train, test, trees=trees, max_train=max_train, rng=seed, random_state={
+        a: runner.seed_for(seed, "rf", a) % 2**31 for a in train.domain.attrs})
 
 
 def baselines(train, test) -> dict[str, dict[str, dict[str, float]]]:
     """Majority-class rate (train's mode scored on test) and random guessing, per target."""
-    maj, rnd = {}, {}
-    for j, (a, size) in enumerate(zip(train.domain.attrs, train.domain.sizes)):
-        maj[a] = float(np.mean(test.codes[:, j] == np.bincount(train.codes[:, j], minlength=size).argmax()))
-        rnd[a] = 1.0 / size
     binary = [a for a, s in zip(train.domain.attrs, train.domain.sizes) if s == 2]
-    return {rel: {"rf": acc, "svm": {a: acc[a] for a in binary}} for rel, acc in (("majority", maj), ("random", rnd))}
+    return {rel: {"rf": acc, "svm": {a: acc[a] for a in binary}} for rel, acc in baseline_accuracy(train, test).items()}
 
 
 def releases(train, f: float, methods, phi: float, seed: int, independent: bool, budget: int):

@@ -29,6 +29,7 @@ import sklearn.linear_model  # noqa: F401
 
 from lopub.io import atomic_path, atomic_write_text
 from lopub.progress import ConsoleProgress
+from pipelines.harness import datasets
 from pipelines.harness.common import bloom_reports, bloom_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -217,11 +218,10 @@ def seed_for(base: int, *parts: Any) -> int:
 
 
 def load_data(name: str, *, rows: int | None = None, seed: int = 0):
-    """All records of a dataset (``rows``: a seeded sample of that many)."""
-    from lopub.datasets import embedded, load_adult, load_retail
-
-    loaders = {"adult": load_adult, "retail": load_retail, "embedded": lambda: embedded(rows or 4000, rng=SPLIT_SEED)}
-    return _take(loaders[name](), rows, seed_for(seed, "rows", name))
+    """All records of a dataset by the harness's loaders (``rows``: a seeded sample of that many; the
+    embedded set: ``rows`` records, 4,000 by default, drawn with :data:`SPLIT_SEED`)."""
+    data = datasets.load(name, (rows or 4000) if name == "embedded" else None, SPLIT_SEED)
+    return _take(data, rows, seed_for(seed, "rows", name))
 
 
 def _take(ds, rows: int | None, seed: int):
