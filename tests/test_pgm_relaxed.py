@@ -12,7 +12,7 @@ from lopub.dependency import junction_tree
 from lopub.estimate.measurement import Measurement
 from lopub.model.pgm import fit_mrf
 from lopub.model.pgm.fit import IPF_ATOL
-from lopub.model.pgm.relaxed import derived, regions, split
+from lopub.model.pgm.relaxed import derived, interaction_factors, region_factors, regions, split
 
 DOM = Domain.from_categories({"a": "012", "b": "01", "c": "0123", "d": "01"})
 
@@ -247,3 +247,93 @@ def test_a_region_whose_tree_answer_is_beyond_the_query_budget_is_still_fitted(s
     assert [t.attrs for t in got] == [t.attrs for t in want] and len(got) == 3
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.values, w.values, atol=1e-9)
+
+
+def _null_draws(count, s2, k=1):
+    """``count`` squared deviations shaped exactly like noise alone: s2 times chi-square quantiles."""
+    from scipy.stats import chi2
+
+    return s2 * chi2.ppf((np.arange(count) + 0.5) / count, k)
+
+
+def test_interaction_factors_keep_a_few_strong_regions_among_many_without_interaction():
+    """40 regions at their noise, 3 at 50 noise variances: a pooled tau^2 (3.4 s2) would give all 43 the
+    factor 0.77; the two-group prior leaves the strong ones near their measurement and the rest near none."""
+    s2 = 1e-4
+    d2 = np.concatenate([_null_draws(40, s2), np.full(3, 50 * s2)])
+    lam = interaction_factors(d2, np.ones(43), np.full(43, s2))
+    pooled = np.mean(d2 - s2) / (np.mean(d2 - s2) + s2)
+    assert 0.7 < pooled < 0.8
+    assert np.all(lam[40:] > 0.9)
+    assert np.mean(lam[:40]) < 0.15
+    assert np.all(np.diff(lam[:40]) >= -1e-12)  # a larger deviation at the same noise keeps more
+
+
+def test_interaction_factors_are_near_zero_where_no_region_stands_out():
+    s2 = np.full(60, 2e-4)
+    for k in (1, 3):
+        lam = interaction_factors(_null_draws(60, 2e-4, k), np.full(60, k), s2)
+        assert lam.shape == (60,) and np.all(lam >= 0) and np.mean(lam) < 0.15
+
+
+def test_interaction_factors_of_alike_regions_come_back_to_one_pooled_prior():
+    """Every region drawn from one N(0, tau^2) interaction (tau^2 = 3 s2, k = 2): the factor of a typical
+    region is tau^2 / (tau^2 + s2) = 0.75 (the quantiles' MLE of tau^2 is within a few % of it)."""
+    s2 = 1e-4
+    d2 = _null_draws(200, 4 * s2, 2)
+    lam = interaction_factors(d2, np.full(200, 2), np.full(200, s2))
+    assert abs(float(np.median(lam)) - 0.75) < 0.05
+
+
+def test_region_factors_keep_a_precise_strong_region_among_noisy_ones_without_interaction():
+    """bn-asia's case (10^6 records, epsilon 0.5): 40 pairs measured by the screen alone (noise 9e-4),
+    none dependent, and one measured by the main phase too (noise 1.4e-4) at 22 noise variances.  The
+    pooled tau^2 is 5.8e-5, a factor of 0.29 for the strong pair; the two-group prior keeps 0.85 of it
+    (its second group also holds the noisiest null pairs, so those keep up to 0.3 of theirs)."""
+    d2 = np.concatenate([_null_draws(40, 9e-4), [22 * 1.4e-4]])
+    s2 = np.concatenate([np.full(40, 9e-4), [1.4e-4]])
+    ks = np.ones(41)
+    tau2 = np.mean(d2 / ks - s2)
+    pooled = tau2 / (tau2 + s2)
+    assert 0.2 < pooled[-1] < 0.35
+    lam = region_factors(d2, ks, s2)
+    assert lam[-1] > 0.8
+    assert np.all(lam >= pooled - 1e-12) and np.all(lam <= 1)
+    assert np.max(lam[:40]) < 0.3 and np.all(np.diff(lam[:40]) >= -1e-12)
+
+
+def test_region_factors_keep_exact_tables_as_the_pooled_prior_does():
+    """Exact tables (a tiny stated noise): every region far beyond it keeps its table, even one whose
+    deviation is only 4.8 noise variances per dimension beside much stronger ones."""
+    d2 = np.array([8.2e-4, 3.28e-6, 1.2e-4, 1.96e-5])
+    ks = np.array([7.0, 28.0, 7.0, 35.0])
+    s2 = np.array([5.8e-8, 2.4e-8, 5.8e-8, 2.0e-8])
+    assert np.all(region_factors(d2, ks, s2) > 0.99)
+
+
+def test_a_strong_precise_outside_pair_among_noisy_independent_ones_keeps_its_measurement():
+    """Ten independent binary attributes, every pair outside the cliques and measured with noise sd 0.03,
+    but one dependent pair measured with sd 0.006: its region answers its measured dependence, not the
+    tree's independence; the independent pairs stay near the tree."""
+    names = [f"x{i}" for i in range(10)]
+    dom = Domain.from_categories({a: "01" for a in names})
+    strong = np.array([[0.3, 0.2], [0.2, 0.3]])
+    rng = np.random.default_rng(3)
+    ms = []
+    for a, b in itertools.combinations(names, 2):
+        key = (a, b) == ("x0", "x9")
+        sigma = 0.006 if key else 0.03
+        t = strong if key else np.full((2, 2), 0.25)
+        z = rng.normal(0.0, sigma, 4)
+        z = (z - z.mean()) * np.sqrt(4 / 3)
+        ms.append(Measurement(dom.project([a, b]), t + z.reshape(2, 2), 1000, variance=sigma ** 2))
+    jt = tree_of([], dom)  # no edges: every pair is outside the cliques
+    inside, outside = split(ms, jt.cliques)
+    assert len(outside) == 45
+    model = fit_mrf(dom, jt, inside + derived(outside, jt.cliques), tol=1e-10).to_model()
+    tables = {tuple(t.attrs): t.values for t in regions(outside, model.project, jt.cliques, dom)}
+    dep = lambda t: 0.5 * np.abs(t - np.outer(t.sum(1), t.sum(0))).sum()  # noqa: E731
+    # measured dependence 0.1 (TVD from independence), noise sd of it 2 x 0.006: kept within 3 sd
+    assert abs(dep(tables[("x0", "x9")]) - 0.1) < 3 * 2 * 0.006
+    others = [dep(t) for key, t in tables.items() if key != ("x0", "x9")]
+    assert np.mean(others) < 0.5 * np.sqrt(2 / np.pi) * 2 * 0.03  # below the raw tables' expected 0.024
