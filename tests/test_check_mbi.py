@@ -117,6 +117,18 @@ def test_interchange_module_imports_no_other_lopub_module():
     assert eval(out) == ["lopub", "lopub._version", "lopub.publish", "lopub.publish.interchange"]
 
 
+def test_reader_checks_a_file_as_the_writer_does(tmp_path):
+    """A file from another program: a tampered table or a missing array is refused, naming the file."""
+    ix.write_interchange(tmp_path / "x", ATTRS, SIZES, [("a", "b"), ("b", "c")], _measurements(_joint(0), 0.01, 1))
+    arrays = dict(np.load(tmp_path / "x.npz"))
+    np.savez(tmp_path / "x.npz", **(arrays | {"y3": np.zeros(5)}))
+    with pytest.raises(ValueError, match=r"x\.json / \.npz: measurements\[3\] over \['a', 'b'\]: y has 5 entries"):
+        ix.read_interchange(tmp_path / "x")
+    np.savez(tmp_path / "x.npz", **{k: v for k, v in arrays.items() if k != "y0"})
+    with pytest.raises(ValueError, match=r"x\.npz lacks the arrays \['y0'\]"):
+        ix.read_interchange(tmp_path / "x")
+
+
 def test_result_round_trip(tmp_path):
     tables = [np.arange(6.0), np.arange(4.0) / 10]
     ix.write_result(tmp_path / "r", tables, {"seconds": 1.5})

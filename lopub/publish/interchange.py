@@ -41,13 +41,25 @@ def write_interchange(stem: str | os.PathLike, attributes: Sequence[str], sizes:
                       info: dict | None = None) -> tuple[Path, Path]:
     """Write ``STEM.json`` and ``STEM.npz``; ``measurements`` are ``(attrs, y, sigma)``; a ValueError names
     the first bad one (unknown attribute, in no clique, wrong size, non-finite, sigma not > 0)."""
+    attributes, sizes, ms = _checked(attributes, sizes, cliques, measurements)
+    doc = {"format": FORMAT, "version": VERSION, "units": "probability",
+           "attributes": [{"name": a, "size": k} for a, k in zip(attributes, sizes)],
+           "cliques": [list(c) for c in cliques],
+           "measurements": [{"attrs": list(a), "sigma": s, "key": f"y{i}"} for i, (a, _, s) in enumerate(ms)],
+           "info": dict(info or {})}
+    return _save(Path(stem), "", doc, {f"y{i}": y for i, (_, y, _) in enumerate(ms)})
+
+
+def _checked(attributes: Sequence[str], sizes: Sequence[int], cliques: Sequence[Sequence[str]],
+             measurements: Sequence[tuple]) -> tuple[list[str], list[int], list[tuple]]:
+    """The attributes, sizes and ``(attrs, flat float64 y, sigma)`` per measurement, each checked."""
     attributes, sizes = [str(a) for a in attributes], [int(k) for k in sizes]
     if len(attributes) != len(sizes) or len(set(attributes)) != len(attributes):
         raise ValueError(f"attributes ({attributes}) must be distinct names, one per size ({sizes})")
     size_of = dict(zip(attributes, sizes))
     for c in cliques:
         _check_attrs("clique", c, size_of)
-    arrays, rows = {}, []
+    out = []
     for i, (attrs, y, sigma) in enumerate(measurements):
         what = f"measurements[{i}]"
         _check_attrs(what, attrs, size_of)
@@ -60,12 +72,8 @@ def write_interchange(stem: str | os.PathLike, attributes: Sequence[str], sizes:
                              f"(finite: {bool(np.all(np.isfinite(y)))}); expected {cells} finite values")
         if not (isinstance(sigma, (int, float, np.floating)) and math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"{what} over {list(attrs)}: sigma ({sigma!r}) must be a finite number > 0")
-        arrays[f"y{i}"] = y
-        rows.append({"attrs": list(attrs), "sigma": float(sigma), "key": f"y{i}"})
-    doc = {"format": FORMAT, "version": VERSION, "units": "probability",
-           "attributes": [{"name": a, "size": k} for a, k in zip(attributes, sizes)],
-           "cliques": [list(c) for c in cliques], "measurements": rows, "info": dict(info or {})}
-    return _save(Path(stem), "", doc, arrays)
+        out.append((tuple(attrs), y, float(sigma)))
+    return attributes, sizes, out
 
 
 def _check_attrs(what: str, attrs: Sequence[str], size_of: dict) -> None:
@@ -82,17 +90,25 @@ def _save(stem: Path, suffix: str, doc: dict, arrays: dict) -> tuple[Path, Path]
 
 
 def read_interchange(stem: str | os.PathLike) -> dict[str, Any]:
-    """Read ``STEM.json`` + ``STEM.npz``: attributes, sizes, cliques, measurements (attrs, y, sigma)."""
+    """Read ``STEM.json`` + ``STEM.npz``: attributes, sizes, cliques, measurements (attrs, y, sigma), checked
+    as the writer checks them (a file may come from another program): a ValueError names the file and the
+    first bad value."""
     doc = json.loads(Path(f"{stem}.json").read_text())
     if doc.get("format") != FORMAT or doc.get("version") != VERSION:
         raise ValueError(f"{stem}.json: format {doc.get('format')!r} v{doc.get('version')!r}; "
                          f"expected {FORMAT!r} v{VERSION}")
     with np.load(f"{stem}.npz") as z:
-        ms = [{"attrs": tuple(m["attrs"]), "y": np.array(z[m["key"]], dtype=np.float64),
-               "sigma": float(m["sigma"])} for m in doc["measurements"]]
-    return {"attributes": [a["name"] for a in doc["attributes"]],
-            "sizes": [int(a["size"]) for a in doc["attributes"]],
-            "cliques": [tuple(c) for c in doc["cliques"]], "measurements": ms, "info": doc["info"]}
+        if missing := [m["key"] for m in doc["measurements"] if m["key"] not in z.files]:
+            raise ValueError(f"{stem}.npz lacks the arrays {missing} that {stem}.json lists")
+        raw = [(m["attrs"], np.array(z[m["key"]], dtype=np.float64), m["sigma"]) for m in doc["measurements"]]
+    cliques = [tuple(c) for c in doc["cliques"]]
+    try:
+        attributes, sizes, ms = _checked([a["name"] for a in doc["attributes"]],
+                                         [a["size"] for a in doc["attributes"]], cliques, raw)
+    except ValueError as exc:
+        raise ValueError(f"{stem}.json / .npz: {exc}") from None
+    return {"attributes": attributes, "sizes": sizes, "cliques": cliques, "info": doc["info"],
+            "measurements": [{"attrs": a, "y": y, "sigma": s} for a, y, s in ms]}
 
 
 def write_result(stem: str | os.PathLike, tables: Sequence[np.ndarray], meta: dict) -> None:
