@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from lopub.estimate import METHODS, Estimator
+from lopub.publish.evaluate import k_subsets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root
 
@@ -33,14 +34,6 @@ FIELDS = ["dataset", "n", "k", "f", "method", "attrs", "seconds", "cpu_seconds",
 TABLE = {"f": "", "method": "", "median s": ".3f", "max s": ".3f", "total s": ".1f", "mean AVD": ".4f",
          "ind. true 1-way": ".4f", "ind. est. 1-way": ".4f", "AVD / EM": "", "EM CPU / CPU": "",
          "median CPU s": ".3f", "peak MB": ".0f"}
-
-
-def attribute_sets(attrs, k: int, count: int | None, seed: int):
-    """All k-sets of ``attrs``, or ``count`` of them drawn with ``seed`` (in their listed order)."""
-    combos = list(itertools.combinations(attrs, k))
-    if count is None or count >= len(combos):
-        return combos
-    return [combos[i] for i in sorted(np.random.default_rng(seed).choice(len(combos), size=count, replace=False))]
 
 
 def avd(p, q) -> float:
@@ -178,7 +171,7 @@ def main(argv=None) -> int:
     if bad := [x for x in a.methods if x not in METHODS]:
         ap.error(f"--methods {bad} not in {METHODS}")
     data, m = datasets.load(a.dataset, None, 0), 32 if a.dataset == "retail" else 128
-    sets = attribute_sets(data.domain.attrs, a.k, None if a.k == 2 else 100, 0)
+    sets = k_subsets(data.domain.attrs, a.k, None if a.k == 2 else 100, rng=0)  # all pairs, 100 seeded k-sets
     opts = {"hybrid": {k: v for k, v in (("support_z", a.support_z), ("stop_se", a.stop_se)) if v is not None},
             "moment": {} if a.shrink is None else {"shrink": a.shrink}}
     print(f"{a.dataset}: n={data.n}, d={len(data.domain)}, k={a.k}, {len(sets)} sets, m={m}, h=4", flush=True)

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 from lopub.collect import collect, plan
 from lopub.data.dataset import Dataset
 from lopub.data.domain import Domain
-from pipelines.harness.common import floats, ints, timed
+from pipelines.harness.common import floats, ints, md_table, timed
 
 
 def records(domain: Domain, n: int, seed: int) -> Dataset:
@@ -55,15 +55,13 @@ def table(rows: list[dict]) -> str:
     def ratio(r: dict, base: dict | None, key: str) -> str:
         return "-" if base is None or base[key] <= 0 else f"{r[key] / base[key]:.2f}x"
 
-    lines = [("| d | N | epsilon | pick | plan CPU s | plan wall s | plan / smallest d | plan / smallest N |"
-              " collect CPU s | collect wall s | collect / smallest N |"), "|---" * 11 + "|"]
-    for r in rows:
-        bd, bn = base_d.get((r["n"], r["eps"])), base_n.get((r["d"], r["eps"]))
-        cells = [r["d"], f"{r['n']:,}", f"{r['eps']:g}", r["pick"], f"{r['plan_cpu']:.2f}", f"{r['plan_wall']:.2f}",
-                 ratio(r, bd, "plan_cpu"), ratio(r, bn, "plan_cpu"), f"{r['collect_cpu']:.2f}",
-                 f"{r['collect_wall']:.2f}", ratio(r, bn, "collect_cpu")]
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    return "\n".join(lines)
+    cells = [[r["d"], f"{r['n']:,}", f"{r['eps']:g}", r["pick"], f"{r['plan_cpu']:.2f}", f"{r['plan_wall']:.2f}",
+              ratio(r, base_d.get((r["n"], r["eps"])), "plan_cpu"),
+              ratio(r, bn := base_n.get((r["d"], r["eps"])), "plan_cpu"), f"{r['collect_cpu']:.2f}",
+              f"{r['collect_wall']:.2f}", ratio(r, bn, "collect_cpu")] for r in rows]
+    head = ["d", "N", "epsilon", "pick", "plan CPU s", "plan wall s", "plan / smallest d", "plan / smallest N",
+            "collect CPU s", "collect wall s", "collect / smallest N"]
+    return md_table([dict(zip(head, c)) for c in cells], head)
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 Two halves in two environments (mbi is never a lopub dependency) talk through one interchange file:
 lopub's half measures Adult's one-way and pairwise marginals (Bloom reports and the moment estimator, or
-``--synthetic-noise``), writes them with lopub's junction tree and fits ``fit_mrf``; the mbi half
+``--synthetic-noise``), writes them with lopub's junction tree (``lopub.publish.interchange``) and fits ``fit_mrf``; the mbi half
 (``--mbi-half STEM``, run by ``--mbi-python``) fits mbi's ``MirrorDescent`` (McKenna et al., ICML 2019) on
 the same cliques; both are scored under ONE objective ``L(mu) = sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)``.
 Exit status 0 when the losses agree within ``--rel-tol``, 1 when not, 2 when a half cannot run.
@@ -27,9 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # as a script, also in mbi's env: the repo root
 
+from lopub.publish.interchange import (export_measurements, homes, measured, objective, read_interchange,
+                                       read_result, write_result)
 from pipelines.harness.common import bloom_reports, timed
 
-FORMAT, RESULT_FORMAT, VERSION = "lopub-mbi-interchange", "lopub-mbi-result", 1
 DEFAULT_MBI_PYTHON = os.environ.get("LOPUB_MBI_PYTHON", "/work/mbi-venv/bin/python")
 QUICK_ATTRS = "age,workclass,education,marital-status,relationship,sex"
 M_BITS, H_HASHES, PHI = 128, 4, 0.4  # PHI: dependency degree of the graph
@@ -37,118 +38,6 @@ M_BITS, H_HASHES, PHI = 128, 4, 0.4  # PHI: dependency degree of the graph
 
 class HalfUnavailable(RuntimeError):
     """One half of the check cannot run in this environment (exit status 2)."""
-
-
-# interchange files -------------------------------------------------------------
-def write_interchange(stem: str | os.PathLike, attributes: Sequence[str], sizes: Sequence[int],
-                      cliques: Sequence[Sequence[str]], measurements: Sequence[tuple],
-                      info: dict | None = None) -> tuple[Path, Path]:
-    """Write ``STEM.json`` and ``STEM.npz``; ``measurements`` are ``(attrs, y, sigma)``; a ValueError names
-    the first bad one (unknown attribute, in no clique, wrong size, non-finite, sigma not > 0)."""
-    attributes, sizes = [str(a) for a in attributes], [int(k) for k in sizes]
-    if len(attributes) != len(sizes) or len(set(attributes)) != len(attributes):
-        raise ValueError(f"attributes ({attributes}) must be distinct names, one per size ({sizes})")
-    size_of = dict(zip(attributes, sizes))
-    for c in cliques:
-        _check_attrs("clique", c, size_of)
-    arrays, rows = {}, []
-    for i, (attrs, y, sigma) in enumerate(measurements):
-        what = f"measurements[{i}]"
-        _check_attrs(what, attrs, size_of)
-        if not any(set(attrs) <= set(c) for c in cliques):
-            raise ValueError(f"{what} over {list(attrs)} lies in no model clique of {list(cliques)}")
-        y = np.asarray(y, dtype=np.float64).ravel()
-        cells = math.prod(size_of[a] for a in attrs)
-        if y.size != cells or not np.all(np.isfinite(y)):
-            raise ValueError(f"{what} over {list(attrs)}: y has {y.size} entries "
-                             f"(finite: {bool(np.all(np.isfinite(y)))}); expected {cells} finite values")
-        if not (isinstance(sigma, (int, float, np.floating)) and math.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"{what} over {list(attrs)}: sigma ({sigma!r}) must be a finite number > 0")
-        arrays[f"y{i}"] = y
-        rows.append({"attrs": list(attrs), "sigma": float(sigma), "key": f"y{i}"})
-    doc = {"format": FORMAT, "version": VERSION, "units": "probability",
-           "attributes": [{"name": a, "size": k} for a, k in zip(attributes, sizes)],
-           "cliques": [list(c) for c in cliques], "measurements": rows, "info": dict(info or {})}
-    return _save(Path(stem), "", doc, arrays)
-
-
-def _check_attrs(what: str, attrs: Sequence[str], size_of: dict) -> None:
-    if not attrs or len(set(attrs)) != len(attrs) or any(a not in size_of for a in attrs):
-        raise ValueError(f"{what} ({list(attrs)}) must name distinct attributes of {list(size_of)}")
-
-
-def _save(stem: Path, suffix: str, doc: dict, arrays: dict) -> tuple[Path, Path]:
-    """``STEM{suffix}.npz`` of ``arrays`` and ``STEM{suffix}.json`` of ``doc`` (no lopub: mbi's env calls it)."""
-    jpath, npath = Path(f"{stem}{suffix}.json"), Path(f"{stem}{suffix}.npz")
-    np.savez(npath, **arrays)
-    jpath.write_text(json.dumps(doc, indent=1) + "\n")
-    return jpath, npath
-
-
-def read_interchange(stem: str | os.PathLike) -> dict[str, Any]:
-    """Read ``STEM.json`` + ``STEM.npz``: attributes, sizes, cliques, measurements (attrs, y, sigma)."""
-    doc = json.loads(Path(f"{stem}.json").read_text())
-    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise ValueError(f"{stem}.json: format {doc.get('format')!r} v{doc.get('version')!r}; "
-                         f"expected {FORMAT!r} v{VERSION}")
-    with np.load(f"{stem}.npz") as z:
-        ms = [{"attrs": tuple(m["attrs"]), "y": np.array(z[m["key"]], dtype=np.float64),
-               "sigma": float(m["sigma"])} for m in doc["measurements"]]
-    return {"attributes": [a["name"] for a in doc["attributes"]],
-            "sizes": [int(a["size"]) for a in doc["attributes"]],
-            "cliques": [tuple(c) for c in doc["cliques"]], "measurements": ms, "info": doc["info"]}
-
-
-def write_result(stem: str | os.PathLike, tables: Sequence[np.ndarray], meta: dict) -> None:
-    """Write ``STEM.mbi.npz`` (``mu{j}`` per model clique) and ``STEM.mbi.json`` (``meta``)."""
-    _save(Path(stem), ".mbi", {"format": RESULT_FORMAT, "version": VERSION, **meta},
-          {f"mu{j}": np.asarray(t, dtype=np.float64).ravel() for j, t in enumerate(tables)})
-
-
-def read_result(stem: str | os.PathLike) -> tuple[list[np.ndarray], dict]:
-    meta = json.loads(Path(f"{stem}.mbi.json").read_text())
-    with np.load(f"{stem}.mbi.npz") as z:
-        tables = [np.array(z[f"mu{j}"]) for j in range(len(z.files))]
-    return tables, meta
-
-
-# the common objective ----------------------------------------------------------
-def project_table(table: np.ndarray, attrs: Sequence[str], onto: Sequence[str]) -> np.ndarray:
-    """Sum ``table`` (axes ``attrs``) down to ``onto``, axes in the order of ``onto``."""
-    drop = tuple(i for i, a in enumerate(attrs) if a not in onto)
-    kept = [a for a in attrs if a in onto]
-    out = table.sum(axis=drop) if drop else table
-    return np.transpose(out, [kept.index(a) for a in onto])
-
-
-def home_clique(attrs: Sequence[str], cliques: Sequence[Sequence[str]], size_of: dict) -> int:
-    """Index of the smallest model clique containing ``attrs`` (mbi's ``CliqueVector.parent`` rule)."""
-    inside = [j for j, c in enumerate(cliques) if set(attrs) <= set(c)]
-    if not inside:
-        raise ValueError(f"measurement over {list(attrs)} lies in no model clique")
-    return min(inside, key=lambda j: math.prod(size_of[a] for a in cliques[j]))
-
-
-def homes(inter: dict) -> list[int]:
-    """Each measurement's home clique."""
-    size_of = dict(zip(inter["attributes"], inter["sizes"]))
-    return [home_clique(m["attrs"], inter["cliques"], size_of) for m in inter["measurements"]]
-
-
-def measured(inter: dict, tables: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The model's table of each measurement's scope (flat), read from its home clique."""
-    size_of = dict(zip(inter["attributes"], inter["sizes"]))
-    out = []
-    for m, j in zip(inter["measurements"], homes(inter)):
-        c = inter["cliques"][j]
-        out.append(project_table(np.reshape(tables[j], [size_of[a] for a in c]), c, m["attrs"]).ravel())
-    return out
-
-
-def objective(inter: dict, tables: Sequence[np.ndarray]) -> float:
-    """``sum_i ||mu_{C_i} - y_i||^2 / (2 sigma_i^2)`` of the clique ``tables`` (probabilities)."""
-    return sum(float(np.sum((mu - m["y"]) ** 2)) / (2.0 * m["sigma"] ** 2)
-               for mu, m in zip(measured(inter, tables), inter["measurements"]))
 
 
 # the mbi half: runs in the mbi environment, never imports lopub -----------------
@@ -355,8 +244,7 @@ def lopub_main(a: argparse.Namespace) -> int:
     stem = out_dir / "check_mbi"
     domain, tree, ms, info = build_measurements(a)
     cliques = [tuple(c) for c in tree.cliques]
-    write_interchange(stem, domain.attrs, domain.sizes, cliques,
-                      [(m.attrs, m.estimate, math.sqrt(m.sigma2)) for m in ms], info)
+    export_measurements(stem, domain, cliques, ms, info)
     print(f"interchange written: {stem}.json / .npz", file=sys.stderr)
     if a.write_only:
         return 0

@@ -350,10 +350,6 @@ METHODS = {
     "central": central,
     "central-tables": central_tables,
 }
-ROLES = {"planned": "lopub", "planned-no-shrink": "lopub", "planned-public": "lopub", "marginals": "lopub", "one-attribute-own": "lopub",
-         "bloom-own": "lopub",
-         "one-attribute": "baseline", "pairs-naive": "baseline", "pairs-fitted": "baseline",
-         "bloom-best-h": "baseline", "central": "reference", "central-tables": "reference"}
 
 
 def pairs_model(data, eps: float, seed: int) -> dict:
@@ -378,4 +374,6 @@ def pairs_model(data, eps: float, seed: int) -> dict:
 
 
 METHODS["pairs-model"] = pairs_model
-ROLES["pairs-model"] = "lopub"
+#: the baselines; central noise is the reference; the other methods are lopub's
+BASELINES = ("one-attribute", "pairs-naive", "pairs-fitted", "bloom-best-h")
+ROLES = {m: "reference" if m.startswith("central") else "baseline" if m in BASELINES else "lopub" for m in METHODS}
