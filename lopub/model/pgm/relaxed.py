@@ -189,8 +189,8 @@ def region_factors(d2: np.ndarray, ks: np.ndarray, s2: np.ndarray) -> np.ndarray
     session 42) keeps every region where the regions are alike or all strong (exact tables:
     the test of a pgm release on exact marginals); the two-group prior
     (:func:`interaction_factors`) keeps the strong regions that a small pooled ``tau^2``
-    erases where most regions have no interaction.  Neither is ever shrunk more than the
-    other rule would.
+    erases where most regions have no interaction.  No region is shrunk more than the pooled
+    rule alone would shrink it.
     """
     d, k, s = (np.asarray(x, dtype=float) for x in (d2, ks, s2))
     tau2 = max(float(np.mean((d - k * s) / k)), 0.0) if d.size else 0.0
