@@ -291,7 +291,7 @@ def run(a) -> tuple[list[dict], list[dict]]:
     rows, timings = [], []
     for ds in a.datasets or ["adult", "embedded", "adult-1m"]:
         for seed in a.seeds:
-            data = datasets.load(ds, 3000 if a.quick and ds == "embedded" else None, seed)
+            data = datasets.load(ds, 1000 if a.quick and ds == "embedded" else None, seed)
             if ds == "adult-1m" and not a.calm_naive:  # collection + fit time at 10^6 users, once per seed
                 timings.append({"dataset": ds, "seed": seed, **timing(data, seed)})
                 print(json.dumps(timings[-1]), flush=True)
@@ -313,7 +313,7 @@ def main(argv=None) -> int:
     p.add_argument("--epsilons", type=floats, help="default 0.5,1,2,4,8,16,64 (--report: keep only these)")
     p.add_argument("--seeds", type=ints, default="0")
     p.add_argument("--skip-bloom-above", type=int, metavar="N", help="no Bloom runs on datasets of more than N users")
-    p.add_argument("--quick", action="store_true", help="tiny grid: embedded, 3,000 users, epsilon 4, seed 0")
+    p.add_argument("--quick", action="store_true", help="tiny grid: embedded, 1,000 users, epsilon 4, seed 0")
     p.add_argument("--out", default="bench_budgets.json")
     p.add_argument("--report", metavar="JSON", nargs="+", help="only the tables and verdicts of --out files (merged)")
     p.add_argument("--naive", metavar="JSON", nargs="+", default=[],
