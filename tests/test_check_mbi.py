@@ -61,6 +61,25 @@ def test_interchange_round_trip(tmp_path):
     assert doc["format"] == ix.FORMAT and doc["units"] == "probability"
 
 
+
+def test_a_failed_write_keeps_the_earlier_files_and_leaves_no_temporary_one(tmp_path, monkeypatch):
+    ms = _measurements(_joint(0), 0.01, 1)
+    _write(tmp_path, [("a", "b"), ("b", "c")], ms)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ix.json, "dumps", broken)  # the JSON half fails
+    with pytest.raises(OSError, match="disk full"):
+        ix.write_interchange(tmp_path / "case", ATTRS, SIZES, [("a", "b"), ("b", "c")], ms[:1], {})
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # the pair as it was, no temporary file
+    monkeypatch.setattr(ix.np, "savez", broken)  # the arrays fail half-way
+    with pytest.raises(OSError, match="disk full"):
+        ix.write_interchange(tmp_path / "case", ATTRS, SIZES, [("a", "b"), ("b", "c")], ms[:1], {})
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
 @pytest.mark.parametrize("bad, match", [
     ((("a", "z"), np.zeros(6), 0.1), r"measurements\[0\] \(\['a', 'z'\]\) must name"),
     ((("a", "b"), np.zeros(5), 0.1), r"y has 5 entries .*expected 6"),

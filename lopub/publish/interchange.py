@@ -84,9 +84,26 @@ def _check_attrs(what: str, attrs: Sequence[str], size_of: dict) -> None:
 def _save(stem: Path, suffix: str, doc: dict, arrays: dict) -> tuple[Path, Path]:
     """``STEM{suffix}.npz`` of ``arrays`` and ``STEM{suffix}.json`` of ``doc``."""
     jpath, npath = Path(f"{stem}{suffix}.json"), Path(f"{stem}{suffix}.npz")
-    np.savez(npath, **arrays)
-    jpath.write_text(json.dumps(doc, indent=1) + "\n")
+    text = (json.dumps(doc, indent=1) + "\n").encode()  # before any write: a doc that cannot be written changes nothing
+    _atomic(npath, lambda fh: np.savez(fh, **arrays))
+    _atomic(jpath, lambda fh: fh.write(text))
     return jpath, npath
+
+
+def _atomic(path: Path, write: Any) -> None:
+    """``write(binary file)`` to a temporary file beside ``path``, then renamed over it: a failure leaves
+    no half-written file (the house's atomic writes, without importing them: standard library only)."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def read_interchange(stem: str | os.PathLike) -> dict[str, Any]:
