@@ -93,3 +93,14 @@ def test_classification_accuracy_per_target_and_baselines():
     codes[:, j] = mode
     one = classification_accuracy(Dataset(codes, bn.domain), test, trees=5, random_state=0)
     assert one["rf"][attrs[j]] == pytest.approx(base["majority"][attrs[j]])
+
+
+def test_classification_accuracy_refuses_records_of_another_domain():
+    from lopub.errors import DomainError
+    from lopub.publish.evaluate import baseline_accuracy, classification_accuracy
+
+    a = Dataset(np.array([[0, 1], [1, 0]] * 10), Domain.from_categories({"x": ["0", "1"], "y": ["0", "1"]}))
+    b = Dataset(np.array([[0, 1], [1, 0]] * 10), Domain.from_categories({"x": ["0", "1"], "z": ["0", "1"]}))
+    for func in (classification_accuracy, baseline_accuracy):
+        with pytest.raises(DomainError, match=f"{func.__name__}: train .* and test .* the same domain"):
+            func(a, b)

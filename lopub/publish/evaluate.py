@@ -25,6 +25,7 @@ from lopub._util import check_int, resolve_rng
 from lopub.dependency.cache import query_source
 from lopub.data.marginal import Marginal
 from lopub.data.pairs import pair_source
+from lopub.errors import DomainError
 
 
 def tvd(p: Marginal, q: Marginal) -> float:
@@ -175,6 +176,13 @@ def _onehot(codes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return out
 
 
+def _same_domain(train: Any, test: Any, what: str) -> None:
+    """Codes of two domains do not mean the same values: refuse them (the accuracies would be silently wrong)."""
+    if train.domain != test.domain:
+        raise DomainError(f"{what}: train (attributes {list(train.domain.attrs)[:8]}) and test (attributes "
+                          f"{list(test.domain.attrs)[:8]}) must be coded against the same domain")
+
+
 def classification_accuracy(train: Any, test: Any, *, trees: int = 50, max_train: int | None = None,
                             random_state: int | Mapping[str, int] | None = None,
                             rng: np.random.Generator | int | None = None) -> dict[str, dict[str, float]]:
@@ -202,6 +210,11 @@ def classification_accuracy(train: Any, test: Any, *, trees: int = 50, max_train
     -------
     dict ``{"rf": {attribute: accuracy}, "svm": {binary attribute: accuracy}}``.
 
+    Raises
+    ------
+    DomainError
+        ``train`` and ``test`` are coded against different domains.
+
     References
     ----------
     Ren et al., IEEE TIFS 2018, Sec. VI-D.
@@ -209,6 +222,7 @@ def classification_accuracy(train: Any, test: Any, *, trees: int = 50, max_train
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.svm import LinearSVC
 
+    _same_domain(train, test, "classification_accuracy")
     sizes = np.asarray(train.domain.sizes)
     tr, te = train.codes, test.codes
     if max_train is not None and tr.shape[0] > max_train:
@@ -235,6 +249,7 @@ def baseline_accuracy(train: Any, test: Any) -> dict[str, dict[str, float]]:
     """What :func:`classification_accuracy` compares with, per target attribute: ``"majority"`` (the most
     frequent value of ``train`` predicted for every record of ``test``) and ``"random"`` (1 / its values).
     """
+    _same_domain(train, test, "baseline_accuracy")
     maj, rnd = {}, {}
     for j, (a, size) in enumerate(zip(train.domain.attrs, train.domain.sizes)):
         maj[a] = float(np.mean(test.codes[:, j] == np.bincount(train.codes[:, j], minlength=size).argmax()))
