@@ -122,8 +122,11 @@ def _network(name):
         if (codes < 0).any():
             raise ValueError(f"network {name!r}: a sampled state is not among the CPDs' state names")
         file.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(file, codes=codes.astype(np.uint8), attrs=np.array(nodes),
-                            **{f"cat_{j}": np.array(states[v]) for j, v in enumerate(nodes)})
+        part = file.with_name(f"{file.name}.{os.getpid()}.part")  # concurrent loaders never read half a file
+        with open(part, "wb") as fh:
+            np.savez_compressed(fh, codes=codes.astype(np.uint8), attrs=np.array(nodes),
+                                **{f"cat_{j}": np.array(states[v]) for j, v in enumerate(nodes)})
+        os.replace(part, file)
         return Dataset(codes.astype(np.uint8), Domain.from_categories({v: tuple(states[v]) for v in nodes}))
     return load
 
