@@ -123,10 +123,13 @@ def _network(name):
             raise ValueError(f"network {name!r}: a sampled state is not among the CPDs' state names")
         file.parent.mkdir(parents=True, exist_ok=True)
         part = file.with_name(f"{file.name}.{os.getpid()}.part")  # concurrent loaders never read half a file
-        with open(part, "wb") as fh:
-            np.savez_compressed(fh, codes=codes.astype(np.uint8), attrs=np.array(nodes),
-                                **{f"cat_{j}": np.array(states[v]) for j, v in enumerate(nodes)})
-        os.replace(part, file)
+        try:
+            with open(part, "wb") as fh:
+                np.savez_compressed(fh, codes=codes.astype(np.uint8), attrs=np.array(nodes),
+                                    **{f"cat_{j}": np.array(states[v]) for j, v in enumerate(nodes)})
+            os.replace(part, file)
+        finally:
+            part.unlink(missing_ok=True)  # a failed write leaves no part file behind
         return Dataset(codes.astype(np.uint8), Domain.from_categories({v: tuple(states[v]) for v in nodes}))
     return load
 
