@@ -121,15 +121,18 @@ def _network(name):
         codes = np.column_stack([pd.Categorical(df[v].astype(str), categories=states[v]).codes for v in nodes])
         if (codes < 0).any():
             raise ValueError(f"network {name!r}: a sampled state is not among the CPDs' state names")
-        file.parent.mkdir(parents=True, exist_ok=True)
-        part = file.with_name(f"{file.name}.{os.getpid()}.part")  # concurrent loaders never read half a file
-        try:
-            with open(part, "wb") as fh:
+        from lopub.io import OutputLockedError, atomic_write
+
+        def write(tmp):
+            with open(tmp, "wb") as fh:  # a handle: savez would add ".npz" to the temporary's name
                 np.savez_compressed(fh, codes=codes.astype(np.uint8), attrs=np.array(nodes),
                                     **{f"cat_{j}": np.array(states[v]) for j, v in enumerate(nodes)})
-            os.replace(part, file)
-        finally:
-            part.unlink(missing_ok=True)  # a failed write leaves no part file behind
+
+        file.parent.mkdir(parents=True, exist_ok=True)
+        try:  # atomic: concurrent loaders (test workers, parallel suite runs) never read half a file
+            atomic_write(file, write)
+        except OutputLockedError:  # another process is caching the same sample (same name, seed, rows)
+            pass
         return Dataset(codes.astype(np.uint8), Domain.from_categories({v: tuple(states[v]) for v in nodes}))
     return load
 
