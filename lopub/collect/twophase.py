@@ -67,7 +67,8 @@ Pilot (:meth:`TwoPhasePlan.pilot_stops`, session 41): the first
 server measures them and the screen stops there -- every other user reports
 one attribute -- where (a) the pilot cannot tell its pairs' dependence from
 none (:func:`~lopub.collect.screen.split_total`: the inner product of two
-halves' tables, within 2 of its standard deviations of zero) and (b) with
+halves' dependence, each without the bias of a table's own margins, within 2
+of its standard deviations of zero) and (b) with
 the pairs shrunk to the upper bound of that total
 (:func:`~lopub.collect.screen.calibrated_noise_factor`, on the unbiased tables,
 whose stated variance is their noise), one attribute per user after the pilot
@@ -106,7 +107,7 @@ from lopub.collect.adaptive import (DEFAULT_DEPENDENCE, STRATEGIES, _check_args,
 from lopub.collect.cost import expected_tvd
 from lopub.collect.groups import MIN_GROUP_FLOOR, needs, shortfall
 from lopub.collect.plan import MarginalPlan, PlanError
-from lopub.collect.screen import CALIBRATION_Z, MAX_SCREEN_PAIRS, ScreenProfile, halve, screen_pairs, split_total
+from lopub.collect.screen import CALIBRATION_Z, MAX_SCREEN_PAIRS, ScreenProfile, screen_pairs, split_total
 from lopub.data.domain import Domain
 
 #: Default share of the users in the screening phase.
@@ -213,7 +214,7 @@ class TwoPhasePlan:
 
         ``pilot_reports``: the screen's reports of its first :attr:`n_pilot` users.  From the
         pilot's tables, with the pairs' dependence shrunk to an upper bound of their total
-        (:func:`~lopub.collect.screen.split_total` over two halves of each pair's users, plus
+        (:func:`~lopub.collect.screen.split_total` over two halves of each pair's users, unbiased, plus
         :data:`~lopub.collect.screen.CALIBRATION_Z` standard deviations;
         :func:`~lopub.collect.screen.calibrated_noise_factor`), ``one_way`` is the predicted mean
         2-way TVD of the release if the screen stops at the pilot and every other user reports
@@ -228,8 +229,7 @@ class TwoPhasePlan:
         if not self.n_pilot:
             raise PlanError("this two-phase plan has no pilot (n_pilot 0)")
         source = measure_marginals(pilot_reports)
-        first, second = (measure_marginals(h) for h in halve(pilot_reports))
-        total, spread = split_total(first, second, [m.attrs for m in source.measurements() if len(m.attrs) == 2])
+        total, spread = split_total(pilot_reports, [m.attrs for m in source.measurements() if len(m.attrs) == 2])
         target = total + CALIBRATION_Z * spread
         pilot = replace(self, n_screen=self.n_pilot, n_pilot=0)
         stop: dict[str, float] = {}
