@@ -213,3 +213,19 @@ def test_cli_collect_says_what_the_pilot_did(tmp_path, capsys):
     code, out, _ = run(capsys, "collect", tmp_path / "c.csv", "--domain", tmp_path / "d.json", "--epsilon", "2",
                        "--out", tmp_path / "r2.npz", "--seed", "1", "--json")
     assert json.loads(out)["pilot"]["stopped"] is False
+
+
+def test_a_continuing_pilot_gives_the_release_of_one_never_measured():
+    """Measuring the pilot draws no randomness: where it continues, the planned release is the one whose
+    pilot is told to continue unmeasured (pipelines' ``planned-pilot-continues``); with the pilot off the
+    plan has none and the collection's draws differ."""
+    from pipelines.harness.methods import METHODS
+
+    data = chain_data(30000)
+    on = METHODS["planned"](data, 2.0, 0)
+    assert on["pilot_stopped"] is False
+    same = METHODS["planned-pilot-continues"](data, 2.0, 0)
+    assert same["pilot_stopped"] is False and np.isclose(same["tvd"], on["tvd"], rtol=1e-12, atol=0)
+    off = METHODS["planned-no-pilot"](data, 2.0, 0)
+    assert "pilot_stopped" not in off and off["pick"] == on["pick"]
+    assert plan(data.domain, data.n, 2.0).two_phase.n_pilot > 0  # the patch is undone

@@ -374,6 +374,29 @@ def pairs_model(data, eps: float, seed: int) -> dict:
 
 
 METHODS["pairs-model"] = pairs_model
+
+
+def planned_pilot(mode: str):
+    """``planned`` with the two-phase screen's pilot switched off (``"off"``: ``pilot_share=None``) or told
+    to continue without measuring its users (``"continue"``): what the pilot costs where it does not stop
+    (docs/BENCHMARKS.md, "The pilot's cost was seed noise"); the plan is patched for this call only."""
+    def run(data, eps: float, seed: int) -> dict:
+        from unittest import mock
+
+        from lopub.collect.twophase import TwoPhasePlan
+
+        build = TwoPhasePlan.build.__func__
+        patch = (mock.patch.object(TwoPhasePlan, "build", classmethod(
+                     lambda cls, *a, **k: build(cls, *a, **{**k, "pilot_share": None}))) if mode == "off" else
+                 mock.patch.object(TwoPhasePlan, "pilot_stops", lambda self, reports: {
+                     "users": self.n_pilot, "stopped": False, "one_way": float("inf"), "screen": 0.0}))
+        with patch:
+            return planned(data, eps, seed)
+    run.__name__ = f"planned_pilot_{mode}"
+    return run
+
+
+METHODS.update({"planned-no-pilot": planned_pilot("off"), "planned-pilot-continues": planned_pilot("continue")})
 #: the baselines; central noise is the reference; the other methods are lopub's
 BASELINES = ("one-attribute", "pairs-naive", "pairs-fitted", "bloom-best-h")
 ROLES = {m: "reference" if m.startswith("central") else "baseline" if m in BASELINES else "lopub" for m in METHODS}
