@@ -107,6 +107,16 @@ def test_split_total_is_unbiased_where_noise_dominates_small_groups():
     assert np.mean(old) > 4 * se  # the test tells the biased estimate from this one
 
 
+def test_split_total_refuses_a_pair_without_a_user_in_each_quarter():
+    data = chain_data(3000)
+    tp = TwoPhasePlan.build(data.domain, data.n, 4.0)
+    few = collect_records(data.subset(np.arange(45)), tp.screen, rng=0)  # 3 users for each of 15 pairs
+    with pytest.raises(ValueError, match=r"pair \['a0', 'a1'\] has 3 users in the reports; .* needs >= 4"):
+        split_total(few, [("a0", "a1")])
+    assert np.isfinite(split_total(collect_records(data.subset(np.arange(60)), tp.screen, rng=0),
+                                   [("a0", "a1")])[0])
+
+
 def test_a_stopping_pilot_leaves_every_other_user_one_attribute(monkeypatch):
     data = independent_data(200_000)
     tp = TwoPhasePlan.build(data.domain, data.n, 1.0)
@@ -147,12 +157,14 @@ def test_pilot_continues_where_it_finds_dependence(seed):
     assert screen.n == tp.n_screen and main.n == tp.n_main  # the whole screen, then the main plan
 
 
-def test_no_pilot_where_its_users_cannot_give_every_pair_two_users():
+def test_no_pilot_where_its_users_cannot_give_every_pair_four_users():
+    """split_total deals each pair's users into quarters: a pilot below four users a pair has none
+    (2,000 records of 8 attributes: a 5 % pilot is 100 users for 28 pairs, and measuring it failed)."""
     data = chain_data(3000)
     tp = TwoPhasePlan.build(data.domain, data.n, 4.0)
     assert tp.n_pilot == 150  # 5 % of 3,000 users: 10 for each of the 15 pairs
-    small = TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=0.005)  # 15 users for 15 pairs
-    assert small.n_pilot == 0
+    assert TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=0.02).n_pilot == 60  # 4 a pair
+    assert TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=0.0197).n_pilot == 0  # 59 users
     assert TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=None).n_pilot == 0
     with pytest.raises(ValueError, match="pilot_share"):
         TwoPhasePlan.build(data.domain, data.n, 4.0, pilot_share=1.5)

@@ -136,6 +136,10 @@ class ScreenProfile(Profile):
         return d, noise
 
 
+#: Users per pair :func:`split_total` needs: one in each of its four quarters.
+SPLIT_GROUP_FLOOR = 4
+
+
 def split_total(reports: Any, pairs: Sequence[Sequence[str]]) -> tuple[float, float]:
     """The pairs' total dependence ``sum ||d||^2`` estimated without bias from a screen's ``reports``.
 
@@ -154,6 +158,12 @@ def split_total(reports: Any, pairs: Sequence[Sequence[str]]) -> tuple[float, fl
     ``||d||^2`` (bn-hepar2 at 10^6 records, epsilon 1, a 5 % screen).  Returns ``(total, spread)``:
     the sum over the pairs and the root of the sum of the squared terms, a conservative standard
     deviation of that sum.
+
+    Raises
+    ------
+    ValueError
+        A pair is not a pair of the reports' plan, or its group has fewer than
+        :data:`SPLIT_GROUP_FLOOR` users (a quarter would be empty).
     """
     plan = reports.plan
     where = {frozenset(sub): i for i, sub in enumerate(plan.subsets)}
@@ -164,6 +174,9 @@ def split_total(reports: Any, pairs: Sequence[Sequence[str]]) -> tuple[float, fl
             raise ValueError(f"pair {list(p)} is not a pair of the reports' plan")
         oracle, k, shape = plan.oracle(i), plan.cells(i), plan.subset_domain(i).sizes
         g = np.asarray(reports.groups[i])
+        if len(g) < SPLIT_GROUP_FLOOR:
+            raise ValueError(f"pair {list(p)} has {len(g)} users in the reports; its dependence needs >= "
+                             f"{SPLIT_GROUP_FLOOR} (one in each of four quarters)")
         ts = [np.asarray(oracle.estimate(g[q::4]), dtype=float)[:k].reshape(shape) for q in range(4)]
         if tuple(plan.subsets[i]) != tuple(p):
             ts = [t.T for t in ts]

@@ -107,7 +107,8 @@ from lopub.collect.adaptive import (DEFAULT_DEPENDENCE, STRATEGIES, _check_args,
 from lopub.collect.cost import expected_tvd
 from lopub.collect.groups import MIN_GROUP_FLOOR, needs, shortfall
 from lopub.collect.plan import MarginalPlan, PlanError
-from lopub.collect.screen import CALIBRATION_Z, MAX_SCREEN_PAIRS, ScreenProfile, screen_pairs, split_total
+from lopub.collect.screen import (CALIBRATION_Z, MAX_SCREEN_PAIRS, SPLIT_GROUP_FLOOR, ScreenProfile, screen_pairs,
+                                  split_total)
 from lopub.data.domain import Domain
 
 #: Default share of the users in the screening phase.
@@ -150,7 +151,8 @@ class TwoPhasePlan:
         every pair's minimum group, down to one matching of the attributes (every attribute screened).
         ``pilot_share`` of the ``n`` users (``None``: no pilot) are the screen's pilot where that
         is fewer than the screen's users and gives every screened pair
-        :data:`~lopub.collect.groups.MIN_GROUP_FLOOR` users (:meth:`pilot_stops`).
+        :data:`~lopub.collect.screen.SPLIT_GROUP_FLOOR` users, one in each quarter of
+        :func:`~lopub.collect.screen.split_total` (:meth:`pilot_stops`).
 
         Raises
         ------
@@ -180,7 +182,7 @@ class TwoPhasePlan:
         n_pilot = 0
         if pilot_share is not None:
             n_pilot = int(round(n * check_open_unit("pilot_share", pilot_share)))
-            if not len(pairs) * MIN_GROUP_FLOOR <= n_pilot < n_screen:
+            if not len(pairs) * SPLIT_GROUP_FLOOR <= n_pilot < n_screen:
                 n_pilot = 0
         return cls(MarginalPlan(domain, tuple(pairs), epsilon, key=key), n, n_screen, n_pilot)
 
